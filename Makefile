@@ -1,0 +1,54 @@
+# Two commands do everything on a fresh machine: `make lab` and `make test`.
+# Both create .venv (pinned by constraints.txt) on first use.
+
+SHELL := /bin/bash
+# The golden outputs were recorded with Python 3.11; prefer it when present.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+KERNEL := pytorch-resource-accounting
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+LAB_ARGS ?=
+
+.PHONY: help setup lab test unit nbval run regen lint clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) \
+		--display-name "Python ($(KERNEL))" >/dev/null
+	@touch $@
+
+setup: $(STAMP)  ## create .venv, install pinned deps, register the Jupyter kernel
+
+lab: $(STAMP)  ## set up, then open JupyterLab in notebooks/
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
+
+test: $(STAMP)  ## set up, then unit tests + nbval of every notebook (strict)
+	$(BIN)/python -m pytest tests $(NOTEBOOKS) -n auto --dist loadscope \
+		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		--nbval-cell-timeout 120
+
+unit: $(STAMP)  ## unit tests only
+	$(BIN)/python -m pytest tests -n auto --dist loadscope
+
+nbval: $(STAMP)  ## nbval only
+	$(BIN)/python -m pytest $(NOTEBOOKS) -n auto --dist loadscope \
+		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+run: $(STAMP)  ## execute every notebook headless; HTML to build/; one row per notebook
+	$(BIN)/python scripts/run_notebooks.py --out build $(NOTEBOOKS)
+
+regen: $(STAMP)  ## re-execute notebooks in place (new goldens) and re-sync the .py twins
+	$(BIN)/python scripts/regen.py notebooks/[0-9][0-9]_*.py
+
+lint: $(STAMP)  ## ruff over lecture_utils, tests, scripts and notebooks
+	$(BIN)/ruff check lecture_utils tests scripts notebooks
+
+clean:  ## remove build outputs (keeps .venv)
+	rm -rf build .pytest_cache .ruff_cache

@@ -1,0 +1,89 @@
+"""Every claim a notebook makes is checked, and every measurement is labelled.
+
+``check`` asserts and prints one ``✓`` line; ``measured`` prints a ``[measured]``
+line, which nbval masks (tests/nbval_sanitize.cfg) because timings vary by machine.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import torch
+
+CHECK_MARK = "✓"
+MEASURED_PREFIX = "[measured]"
+
+
+def _close(got, expected, rel: float, abs_: float) -> bool:
+    if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
+        got_t, exp_t = torch.as_tensor(got), torch.as_tensor(expected)
+        if got_t.shape != exp_t.shape:
+            return False
+        if rel == 0 and abs_ == 0:
+            return bool(torch.equal(got_t, exp_t.to(got_t.dtype)))
+        return bool(torch.allclose(got_t.double(), exp_t.double(), rtol=rel, atol=abs_, equal_nan=True))
+    if isinstance(got, np.ndarray) or isinstance(expected, np.ndarray):
+        got_a, exp_a = np.asarray(got), np.asarray(expected)
+        if got_a.shape != exp_a.shape:
+            return False
+        if rel == 0 and abs_ == 0:
+            return bool(np.array_equal(got_a, exp_a))
+        return bool(np.allclose(got_a, exp_a, rtol=rel, atol=abs_, equal_nan=True))
+    if isinstance(got, bool) != isinstance(expected, bool):
+        return False  # True == 1 in Python, but a flag is not a count
+    both_numbers = isinstance(got, numbers.Number) and isinstance(expected, numbers.Number)
+    if both_numbers and not isinstance(got, bool) and not isinstance(expected, bool):
+        if rel == 0 and abs_ == 0:
+            return got == expected or (got != got and expected != expected)  # nan == nan here
+        return math.isclose(got, expected, rel_tol=rel, abs_tol=abs_)
+    if rel or abs_:
+        raise TypeError(
+            f"rel/abs tolerances need numbers or tensors, got {type(got).__name__} "
+            f"and {type(expected).__name__}"
+        )
+    return got == expected
+
+
+def _short(value) -> str:
+    text = repr(value) if not isinstance(value, (torch.Tensor, np.ndarray)) else str(value)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def check(name: str, got, expected, rel: float = 0, abs: float = 0) -> None:  # noqa: A002
+    """Assert ``got`` equals ``expected`` (exactly, or within ``rel``/``abs``).
+
+    Prints ``✓ name: got`` on success; raises ``AssertionError`` showing both values
+    otherwise. Works for numbers, strings, tuples, numpy arrays and tensors.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"check name must be a non-empty str, got {name!r}")
+    for label, tol in (("rel", rel), ("abs", abs)):
+        if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0:
+            raise ValueError(f"{label} tolerance must be a number >= 0, got {tol!r}")
+    if not _close(got, expected, rel, abs):
+        tol = f" (rel={rel}, abs={abs})" if rel or abs else " (exact)"
+        raise AssertionError(
+            f"✗ {name}{tol}\n    got:      {_short(got)}\n    expected: {_short(expected)}"
+        )
+    print(f"{CHECK_MARK} {name}: {_short(got)}")
+
+
+def measured(name: str, value, unit: str = "", digits: int = 3) -> None:
+    """Print a machine-dependent value as ``[measured] name: value unit``.
+
+    Use it for anything timed or read off this machine, never for computed numbers
+    (those go through :func:`check` so nbval compares them exactly).
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"measured name must be a non-empty str, got {name!r}")
+    if not isinstance(unit, str):
+        raise TypeError(f"unit must be a str, got {type(unit).__name__}")
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
+        raise ValueError(f"digits must be an int >= 1, got {digits!r}")
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        text = f"{value:.{digits}g}"
+    else:
+        text = str(value)
+    print(f"{MEASURED_PREFIX} {name}: {text}{' ' + unit if unit else ''}")

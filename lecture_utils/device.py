@@ -1,0 +1,114 @@
+"""Which device the lecture runs on, and the one-call notebook setup.
+
+Every notebook starts with ``from lecture_utils import setup; device = setup()``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+
+# Set LECTURE_DEVICE=cpu to make a GPU machine reproduce the CPU golden outputs.
+DEVICE_ENV_VAR = "LECTURE_DEVICE"
+DEVICE_TYPES = ("cuda", "mps", "cpu")
+
+
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
+def get_device(name: str | torch.device | None = None) -> torch.device:
+    """Return the device to compute on.
+
+    With no ``name``: the ``LECTURE_DEVICE`` environment variable if set, else the
+    best available of cuda, then mps, then cpu. A requested device that does not
+    exist here (``"cuda"`` without a GPU, ``"cuda:99"`` on a one-GPU box) raises
+    instead of silently falling back to the CPU.
+    """
+    if name is None:
+        name = os.environ.get(DEVICE_ENV_VAR) or None
+    if name is None:
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if _mps_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if not isinstance(name, (str, torch.device)):
+        raise TypeError(f"device must be a str or torch.device, got {type(name).__name__} {name!r}")
+    try:
+        device = torch.device(name)
+    except RuntimeError as err:
+        raise ValueError(f"unknown device {name!r}; valid types: {', '.join(DEVICE_TYPES)}") from err
+    if device.type not in DEVICE_TYPES:
+        raise ValueError(f"unsupported device {name!r}; valid types: {', '.join(DEVICE_TYPES)}")
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(f"device {name!r} requested but CUDA is not available here")
+        if device.index is not None and not 0 <= device.index < count:
+            raise ValueError(f"device {name!r} does not exist; valid: cuda:0 .. cuda:{count - 1}")
+    if device.type == "mps" and not _mps_available():
+        raise ValueError(f"device {name!r} requested but MPS is not available here")
+    if device.type == "cpu" and device.index not in (None, 0):
+        raise ValueError(f"device {name!r} does not exist; valid: 'cpu'")
+    return device
+
+
+def describe_device(device: torch.device) -> str:
+    """One human line, e.g. ``cuda:0 (NVIDIA H200)`` or ``cpu (2 threads)``."""
+    if not isinstance(device, torch.device):
+        raise TypeError(f"expected a torch.device, got {type(device).__name__}")
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
+    if device.type == "cpu":
+        return f"cpu ({torch.get_num_threads()} threads)"
+    return device.type
+
+
+def seed_all(seed: int) -> None:
+    """Seed python, numpy and torch (CPU and every CUDA device)."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
+    if not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be in [0, 2**32), got {seed}")
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+
+
+def setup(seed: int = 0, device: str | torch.device | None = None) -> torch.device:
+    """Seed everything, set print and plot defaults, print one ``device:`` line.
+
+    Returns the device from :func:`get_device`.
+    """
+    seed_all(seed)
+    chosen = get_device(device)
+    # Short, fixed-width tensor prints keep golden outputs readable and stable.
+    torch.set_printoptions(precision=4, sci_mode=False, linewidth=100)
+    np.set_printoptions(precision=4, suppress=True, linewidth=100)
+    _plot_defaults()
+    print(f"device: {describe_device(chosen)}")
+    return chosen
+
+
+def _plot_defaults() -> None:
+    import matplotlib as mpl
+
+    mpl.rcParams.update(
+        {
+            "figure.figsize": (7.0, 3.5),
+            "figure.dpi": 100,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "font.size": 10,
+        }
+    )

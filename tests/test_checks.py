@@ -1,0 +1,80 @@
+import numpy as np
+import pytest
+import torch
+
+from lecture_utils.checks import check, measured
+
+
+def test_check_prints_one_line_on_success(capsys):
+    check("sum", 1 + 1, 2)
+    assert capsys.readouterr().out == "✓ sum: 2\n"
+
+
+@pytest.mark.parametrize(
+    ("got", "expected", "kw"),
+    [
+        (0.1 + 0.2, 0.3, {"rel": 1e-12}),
+        (100.0, 101.0, {"abs": 1.0}),
+        (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0]), {}),
+        (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0 + 1e-7]), {"rel": 1e-6}),
+        (np.arange(3), np.arange(3), {}),
+        ((4, 1), (4, 1), {}),
+        ("abc", "abc", {}),
+        (float("nan"), float("nan"), {}),
+    ],
+)
+def test_check_accepts_equal_values(got, expected, kw, capsys):
+    check("value", got, expected, **kw)
+    assert capsys.readouterr().out.startswith("✓ value: ")
+
+
+@pytest.mark.parametrize(
+    ("got", "expected", "kw"),
+    [
+        (0.1 + 0.2, 0.3, {}),  # exact by default: floating point is not
+        (100.0, 102.0, {"abs": 1.0}),
+        (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5]), {}),
+        (torch.zeros(2, 3), torch.zeros(3, 2), {}),  # same values, wrong shape
+        (np.zeros(2), np.zeros(3), {"abs": 1.0}),
+        ((4, 1), (1, 4), {}),
+        (True, 1, {}),  # a bool is not a number here
+    ],
+)
+def test_check_fails_loudly_with_both_values(got, expected, kw, capsys):
+    with pytest.raises(AssertionError) as err:
+        check("value", got, expected, **kw)
+    message = str(err.value)
+    assert "value" in message and "got:" in message and "expected:" in message
+    assert capsys.readouterr().out == ""  # nothing claims success
+
+
+@pytest.mark.parametrize("kw", [{"rel": -1}, {"abs": -0.5}, {"rel": "1e-3"}, {"abs": float("nan")}])
+def test_check_rejects_bad_tolerances(kw):
+    with pytest.raises(ValueError, match="tolerance"):
+        check("x", 1.0, 1.0, **kw)
+
+
+def test_check_rejects_tolerance_on_non_numbers():
+    with pytest.raises(TypeError, match="tolerances need numbers"):
+        check("x", "a", "a", rel=0.1)
+
+
+@pytest.mark.parametrize("name", ["", None, 3])
+def test_check_rejects_bad_names(name):
+    with pytest.raises(TypeError, match="name"):
+        check(name, 1, 1)
+
+
+def test_measured_prefix_is_what_the_sanitizer_masks(capsys):
+    measured("matmul time", 0.0123456, "s")
+    measured("device name", "NVIDIA H200")
+    assert capsys.readouterr().out == "[measured] matmul time: 0.0123 s\n[measured] device name: NVIDIA H200\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "kw", "error"),
+    [(("", 1.0), {}, TypeError), (("t", 1.0, 3), {}, TypeError), (("t", 1.0), {"digits": 0}, ValueError)],
+)
+def test_measured_rejects_bad_input(args, kw, error):
+    with pytest.raises(error):
+        measured(*args, **kw)

@@ -1,0 +1,79 @@
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from lecture_utils import get_device, setup
+from lecture_utils.device import describe_device, seed_all
+
+
+def test_default_is_best_available(monkeypatch):
+    monkeypatch.delenv("LECTURE_DEVICE", raising=False)
+    expected = "cuda" if torch.cuda.is_available() else (
+        "mps" if torch.backends.mps.is_available() else "cpu")
+    assert get_device().type == expected
+
+
+def test_environment_variable_forces_a_device(monkeypatch):
+    monkeypatch.setenv("LECTURE_DEVICE", "cpu")
+    assert get_device() == torch.device("cpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU refusal")
+@pytest.mark.parametrize("name", ["cuda", "cuda:0"])
+def test_missing_cuda_raises_instead_of_falling_back(name):
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        get_device(name)
+
+
+def test_cuda_index_out_of_range_raises(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(ValueError, match=r"'cuda:99' does not exist; valid: cuda:0 .. cuda:0"):
+        get_device("cuda:99")
+
+
+@pytest.mark.parametrize("name", ["gpu", "tpu:0", "cpu:1", "nonsense"])
+def test_unknown_devices_are_rejected_with_choices(name):
+    with pytest.raises(ValueError, match="cpu"):
+        get_device(name)
+
+
+def test_non_string_device_is_a_type_error():
+    with pytest.raises(TypeError, match="str or torch.device"):
+        get_device(3)
+
+
+def test_setup_seeds_everything_and_prints_one_device_line(capsys, monkeypatch):
+    monkeypatch.setenv("LECTURE_DEVICE", "cpu")
+    device = setup(seed=123)
+    first = (random.random(), np.random.rand(), torch.rand(1).item())
+    setup(seed=123)
+    second = (random.random(), np.random.rand(), torch.rand(1).item())
+    assert device == torch.device("cpu")
+    assert first == second
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"device: {describe_device(device)}"] * 2
+
+
+def test_setup_sets_print_and_plot_defaults(capsys):
+    import matplotlib as mpl
+
+    setup(device="cpu")
+    capsys.readouterr()
+    assert str(torch.tensor([1 / 3])) == "tensor([0.3333])"
+    assert mpl.rcParams["axes.grid"] is True
+
+
+@pytest.mark.parametrize(("seed", "error"), [(-1, ValueError), (2**32, ValueError), (1.5, TypeError),
+                                             ("0", TypeError), (True, TypeError)])
+def test_bad_seeds_are_rejected(seed, error):
+    with pytest.raises(error, match="seed"):
+        seed_all(seed)
+
+
+def test_describe_device():
+    assert describe_device(torch.device("cpu")).startswith("cpu (")
+    with pytest.raises(TypeError):
+        describe_device("cpu")

@@ -1,0 +1,262 @@
+import math
+
+import pytest
+import torch
+
+from lecture_utils import memory
+from lecture_utils.memory import (
+    RECIPES,
+    as_dtype,
+    bytes_per_param,
+    dtype_info,
+    format_bytes,
+    max_params_that_fit,
+    param_breakdown,
+    tensor_bytes,
+    training_state_table,
+)
+
+FLOATS = ["float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
+
+
+# --- dtype_info: layouts, checked against the IEEE/OCP formats and against real casts
+
+@pytest.mark.parametrize(
+    ("name", "layout", "n_bytes", "max_value"),
+    [
+        ("float32", (1, 8, 23), 4, 3.4028234663852886e38),
+        ("float16", (1, 5, 10), 2, 65504.0),
+        ("bfloat16", (1, 8, 7), 2, 3.3895313892515355e38),
+        ("float8_e4m3fn", (1, 4, 3), 1, 448.0),
+        ("float8_e5m2", (1, 5, 2), 1, 57344.0),
+    ],
+)
+def test_dtype_layout_matches_the_format_specs(name, layout, n_bytes, max_value):
+    info = dtype_info(name)
+    assert (info.sign_bits, info.exponent_bits, info.mantissa_bits) == layout
+    assert info.bits == sum(layout) == 8 * info.bytes
+    assert info.bytes == n_bytes
+    assert info.max == max_value
+
+
+@pytest.mark.parametrize("name", FLOATS)
+def test_dtype_limits_agree_with_real_casts(name):
+    """The oracle is torch's own rounding, not the finfo numbers the code read."""
+    info, dt = dtype_info(name), as_dtype(name)
+
+    def cast(v):
+        return torch.tensor([v], dtype=torch.float64).to(dt).double().item()
+
+    assert cast(info.max) == info.max
+    assert cast(info.smallest_normal) == info.smallest_normal
+    assert cast(info.smallest_subnormal) == info.smallest_subnormal
+    assert cast(info.smallest_subnormal * 0.49) == 0.0  # below half a step: gone
+    assert cast(1 + info.eps) == 1 + info.eps
+    assert cast(1 + info.eps / 4) == 1.0  # finer than eps rounds away
+    # The smallest normal has the minimum exponent and a zero mantissa.
+    assert info.smallest_subnormal == info.smallest_normal * 2.0**-info.mantissa_bits
+
+
+def test_fp16_facts_from_the_lecture():
+    fp16, bf16 = dtype_info(torch.float16), dtype_info("bf16")
+    assert fp16.smallest_normal == pytest.approx(6.1e-5, rel=1e-2)  # the notes' "6e-5"
+    assert fp16.smallest_subnormal == pytest.approx(5.96e-8, rel=1e-3)
+    assert bf16.smallest_normal == dtype_info("float32").smallest_normal  # same range
+
+
+@pytest.mark.parametrize(("name", "bits", "sign", "max_value"),
+                         [("int64", 64, 1, 2**63 - 1), ("uint16", 16, 0, 65535), ("int8", 8, 1, 127)])
+def test_integer_dtypes(name, bits, sign, max_value):
+    info = dtype_info(name)
+    assert (info.bits, info.sign_bits, info.exponent_bits) == (bits, sign, 0)
+    assert info.max == max_value and isinstance(info.max, int)  # exact, not a rounded float
+    assert info.eps is None and info.smallest_subnormal is None
+
+
+@pytest.mark.parametrize(("alias", "dtype"), [("fp16", torch.float16), ("BF16", torch.bfloat16),
+                                              ("torch.float32", torch.float32), ("e4m3", torch.float8_e4m3fn),
+                                              (torch.uint16, torch.uint16)])
+def test_dtype_aliases(alias, dtype):
+    assert as_dtype(alias) == dtype
+
+
+@pytest.mark.parametrize(("bad", "error"), [("float12", ValueError), ("", ValueError),
+                                            (torch.complex64, ValueError), (4, TypeError), (None, TypeError)])
+def test_unknown_dtypes_name_the_choices(bad, error):
+    with pytest.raises(error) as err:
+        dtype_info(bad)
+    if error is ValueError:
+        assert "valid:" in str(err.value) and "bfloat16" in str(err.value)
+
+
+# --- tensor_bytes: the oracle is a real tensor's storage
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float8_e5m2, torch.int64, torch.uint16])
+def test_tensor_bytes_matches_real_storage(dtype):
+    x = torch.zeros(3, 5, 7, dtype=dtype)
+    assert tensor_bytes(x) == x.untyped_storage().nbytes()
+    assert tensor_bytes((3, 5, 7), dtype) == x.untyped_storage().nbytes()
+    assert tensor_bytes(torch.Size([3, 5, 7]), str(dtype).removeprefix("torch.")) == 3 * 5 * 7 * x.element_size()
+
+
+def test_tensor_bytes_of_meta_tensor_costs_nothing():
+    big = torch.empty(12288, 49152, dtype=torch.float32, device="meta")
+    assert tensor_bytes(big) == 12288 * 49152 * 4 == 2_415_919_104
+    assert tensor_bytes((12288, 49152), "bf16") == 1_207_959_552
+
+
+def test_tensor_bytes_of_a_view_counts_only_the_view():
+    x = torch.zeros(10, 10)
+    assert tensor_bytes(x[:, 0]) == 40
+    assert tensor_bytes((), "float32") == 4  # a 0-d tensor still holds one element
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        (((3, -1), "float32"), ValueError, ">= 0"),
+        (((3, 2.5), "float32"), TypeError, "int"),
+        (((3, True), "float32"), TypeError, "int"),
+        (((3, 4), None), ValueError, "needs a dtype"),
+        (((3, 4), "float9"), ValueError, "valid:"),
+        (("3x4", "float32"), TypeError, "shape"),
+        ((torch.zeros(2), "float32"), ValueError, "already has one"),
+    ],
+)
+def test_tensor_bytes_rejects_bad_input(args, error, match):
+    with pytest.raises(error, match=match):
+        tensor_bytes(*args)
+
+
+# --- format_bytes
+
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (0, "0 B"),
+        (999, "999 B"),
+        (1000, "1 kB (1000 B)"),
+        (1023, "1.02 kB (1023 B)"),
+        (1024, "1.02 kB (1 KiB)"),
+        (2_415_919_104, "2.42 GB (2.25 GiB)"),
+        (1_207_959_552, "1.21 GB (1.12 GiB)"),
+        (80e9, "80 GB (74.5 GiB)"),
+        (80 * 2**30, "85.9 GB (80 GiB)"),
+        (1e18, "1 EB (888 PiB)"),
+    ],
+)
+def test_format_bytes_says_both_units(n, text):
+    assert format_bytes(n) == text
+
+
+@pytest.mark.parametrize(("bad", "error"), [(-1, ValueError), (float("inf"), ValueError),
+                                            ("1GB", TypeError), (None, TypeError), (True, TypeError)])
+def test_format_bytes_rejects_bad_input(bad, error):
+    with pytest.raises(error, match="n_bytes"):
+        format_bytes(bad)
+
+
+def test_format_bytes_rejects_bad_digits():
+    with pytest.raises(ValueError, match="digits"):
+        format_bytes(10, digits=0)
+
+
+# --- bytes per parameter: the oracle is torch.optim's real state tensors
+
+def _measured_bytes_per_param(optimizer_cls, param_dtype=torch.float32, **kw):
+    model = torch.nn.Linear(64, 32).to(param_dtype)
+    opt = optimizer_cls(model.parameters(), lr=1e-3, **kw)
+    model(torch.randn(4, 64, dtype=param_dtype)).sum().backward()
+    opt.step()
+    n = sum(p.numel() for p in model.parameters())
+    total = sum(tensor_bytes(p) + tensor_bytes(p.grad) for p in model.parameters())
+    for state in opt.state.values():
+        # Skip the per-parameter scalar `step` counters: O(1), not O(n).
+        total += sum(tensor_bytes(t) for t in state.values() if torch.is_tensor(t) and t.numel() > 1)
+    return total / n
+
+
+@pytest.mark.parametrize(
+    ("recipe", "optimizer_cls", "kw"),
+    [
+        ("fp32_adamw", torch.optim.AdamW, {}),
+        ("autocast_bf16_adamw", torch.optim.AdamW, {}),
+        ("fp32_sgd", torch.optim.SGD, {}),
+        ("fp32_sgd_momentum", torch.optim.SGD, {"momentum": 0.9}),
+        ("fp32_adagrad", torch.optim.Adagrad, {}),
+    ],
+)
+def test_bytes_per_param_matches_torch_optim_state(recipe, optimizer_cls, kw):
+    assert bytes_per_param(recipe) == _measured_bytes_per_param(optimizer_cls, **kw)
+
+
+def test_mixed_precision_breakdown_from_the_lecture():
+    parts = param_breakdown("mixed_bf16_adamw")
+    assert list(parts.values()) == [2, 2, 4, 4, 4]
+    assert bytes_per_param("mixed_bf16_adamw") == bytes_per_param("fp32_adamw") == 16
+    # bf16 weights+grads measured as real tensors, plus fp32 master/m/v.
+    bf16_part = _measured_bytes_per_param(torch.optim.SGD, param_dtype=torch.bfloat16)
+    assert bf16_part == parts["weights (bf16)"] + parts["gradients (bf16)"]
+
+
+def test_every_recipe_has_a_breakdown_that_sums_to_its_total():
+    for name in RECIPES:
+        assert sum(param_breakdown(name).values()) == bytes_per_param(name)
+
+
+@pytest.mark.parametrize(("bad", "error"), [("adam", ValueError), ("FP32_ADAMW", ValueError), (16, TypeError)])
+def test_unknown_recipes_name_the_choices(bad, error):
+    with pytest.raises(error) as err:
+        bytes_per_param(bad)
+    if error is ValueError:
+        assert "fp32_adamw" in str(err.value) and "mixed_bf16_adamw" in str(err.value)
+
+
+# --- how many parameters fit
+
+def test_eight_h100s_from_the_lecture():
+    assert max_params_that_fit(80e9) == 5_000_000_000
+    assert max_params_that_fit(80e9, n_gpus=8) == 5_000_000_000  # replication does not help
+    assert max_params_that_fit(80e9, n_gpus=8, sharded=True) == 40_000_000_000
+    assert max_params_that_fit(80e9, recipe="fp32_sgd") == 10_000_000_000
+
+
+def test_max_params_is_the_largest_that_fits():
+    for budget in (1e9, 80e9, 12345.0, 15):
+        n = max_params_that_fit(budget)
+        assert n * 16 <= budget < (n + 1) * 16
+
+
+@pytest.mark.parametrize(
+    ("args", "kw", "error"),
+    [((0,), {}, ValueError), ((-80e9,), {}, ValueError), (("80GB",), {}, TypeError),
+     ((float("nan"),), {}, ValueError), ((80e9,), {"n_gpus": 0}, ValueError),
+     ((80e9,), {"n_gpus": 2.0}, TypeError), ((80e9,), {"sharded": "yes"}, TypeError),
+     ((80e9,), {"recipe": "lion"}, ValueError)],
+)
+def test_max_params_rejects_bad_input(args, kw, error):
+    with pytest.raises(error):
+        max_params_that_fit(*args, **kw)
+
+
+def test_training_state_table():
+    rows = dict(training_state_table(7_000_000_000, n_gpus=8, sharded=True))
+    assert rows["weights"] == 7_000_000_000 * 4 // 8
+    assert rows["total"] == 7_000_000_000 * 16 // 8
+    replicated = dict(training_state_table(7_000_000_000, n_gpus=8))
+    assert replicated["total"] == 7_000_000_000 * 16
+    with pytest.raises(ValueError, match="n_params"):
+        training_state_table(-1)
+    with pytest.raises(ValueError, match="n_gpus"):
+        training_state_table(10, n_gpus=0)
+
+
+def test_memory_calculator_widget_updates_its_table():
+    box = memory.memory_calculator()
+    n_params, recipe, n_gpus, gpu_gb, sharded, out = box.children
+    assert "does NOT fit" in out.value  # 7B with AdamW replicated on 80 GB: 112 GB
+    sharded.value = True
+    assert "<b>fits</b>" in out.value and "40B parameters" in out.value
+    recipe.value = "fp32_sgd"
+    assert "80B parameters" in out.value
+    assert math.isclose(n_params.value, 7e9)
