@@ -37,50 +37,60 @@ def plot_bit_layout(dtypes=("float32", "float16", "bfloat16", "float8_e4m3fn", "
     ax.set_xlim(-14, 38)
     ax.set_ylim(-0.1, len(infos) + 0.1)
     ax.axis("off")
-    ax.legend(loc="upper right", ncols=3, frameon=False, bbox_to_anchor=(1.0, 1.12))
+    ax.legend(loc="lower right", frameon=False)  # the short fp8 rows leave room there
     ax.set_title("bits per number: sign / exponent (range) / mantissa (precision)", loc="left")
     fig.tight_layout()
     return fig
 
 
-def plot_strides(x: torch.Tensor, title: str | None = None):
-    """Draw a 2-D tensor's storage as one strip and its elements as a grid.
+MAX_STORAGE_DRAWN = 64  # past this, a per-element drawing is unreadable anyway
 
-    Each element is labelled with its storage index ``offset + r*s0 + c*s1``; an arrow
-    per row shows where that row starts in storage, so a transpose's jumps are visible.
+
+def plot_strides(x: torch.Tensor, title: str | None = None):
+    """Draw a small 2-D tensor's storage as one strip and its elements as a grid.
+
+    Each grid cell is labelled with its storage index ``offset + r*s0 + c*s1`` and
+    coloured by row; the storage slot it reads gets the same colour, so a transpose's
+    jumps and a slice's gaps are visible. Grey slots are not reachable from the view.
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"expected a tensor, got {type(x).__name__}")
     if x.dim() != 2:
         raise ValueError(f"plot_strides draws 2-D tensors, got shape {tuple(x.shape)}")
+    n_storage = x.untyped_storage().nbytes() // x.element_size()
+    if n_storage > MAX_STORAGE_DRAWN:
+        raise ValueError(f"storage has {n_storage} elements; plot_strides draws at most "
+                         f"{MAX_STORAGE_DRAWN} (use a small example tensor)")
     rows, cols = x.shape
     s0, s1 = x.stride()
     off = x.storage_offset()
-    n_storage = x.untyped_storage().nbytes() // x.element_size()
-    fig, (ax_s, ax_t) = plt.subplots(2, 1, figsize=(max(6, 0.55 * n_storage), 2.2 + 0.6 * rows),
-                                     gridspec_kw={"height_ratios": [1, rows]})
-    used = {off + r * s0 + c * s1 for r in range(rows) for c in range(cols)}
+    cmap = plt.get_cmap("tab10")
+    # Which row reads each storage slot (the last one wins for stride-0 views).
+    row_of = {off + r * s0 + c * s1: r for r in range(rows) for c in range(cols)}
+    fig, (ax_s, ax_t) = plt.subplots(
+        2, 1, figsize=(max(6.0, 0.5 * n_storage), 1.6 + 0.5 * rows),
+        gridspec_kw={"height_ratios": [1, max(rows, 1)]})
     for i in range(n_storage):
-        ax_s.add_patch(Rectangle((i, 0), 1, 1, facecolor="#9ecae1" if i in used else "0.92",
+        color = cmap(row_of[i] % 10) if i in row_of else "0.92"
+        ax_s.add_patch(Rectangle((i, 0), 1, 1, facecolor=color, alpha=0.45 if i in row_of else 1,
                                  edgecolor="white"))
         ax_s.text(i + 0.5, 0.5, str(i), ha="center", va="center", fontsize=8)
     ax_s.set_xlim(0, n_storage)
     ax_s.set_ylim(0, 1)
     ax_s.axis("off")
-    ax_s.set_title(f"storage ({n_storage} elements; shaded = reachable from this view)", loc="left",
-                   fontsize=9)
-    cmap = plt.get_cmap("tab10")
+    ax_s.set_title(f"storage: {n_storage} elements (colour = the view's row that reads it)",
+                   loc="left", fontsize=9)
     for r in range(rows):
         for c in range(cols):
-            ax_t.add_patch(Rectangle((c, rows - 1 - r), 1, 1, facecolor=cmap(r % 10), alpha=0.35,
+            ax_t.add_patch(Rectangle((c, rows - 1 - r), 1, 1, facecolor=cmap(r % 10), alpha=0.45,
                                      edgecolor="white"))
             ax_t.text(c + 0.5, rows - 0.5 - r, str(off + r * s0 + c * s1), ha="center",
                       va="center", fontsize=9)
-    ax_t.set_xlim(0, cols)
-    ax_t.set_ylim(0, rows)
+    ax_t.set_xlim(0, max(cols, 1))
+    ax_t.set_ylim(0, max(rows, 1))
     ax_t.set_aspect("equal")
     ax_t.axis("off")
-    ax_t.set_title(title or f"shape {tuple(x.shape)}, stride {x.stride()}, offset {off}: "
-                   "each cell shows its storage index", loc="left", fontsize=9)
+    ax_t.set_title(title or f"shape {tuple(x.shape)}, stride {x.stride()}, offset {off}",
+                   loc="left", fontsize=9)
     fig.tight_layout()
     return fig

@@ -27,6 +27,8 @@ def regen(py: Path) -> None:
     # Pairing lives in jupytext.toml; a copy in the metadata would only drift.
     nb.metadata.get("jupytext", {}).pop("formats", None)
     seconds = execute(nb, py.parent)
+    # Widget state holds random model ids: dropping it keeps regen diffs to real changes.
+    nb.metadata.pop("widgets", None)
     jupytext.write(nb, ipynb)
     jupytext.write(nb, py, fmt="py:percent")
     print(f"{ipynb}: {count_checks(nb)} checks, {seconds:.1f} s")

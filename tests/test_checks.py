@@ -78,3 +78,13 @@ def test_measured_prefix_is_what_the_sanitizer_masks(capsys):
 def test_measured_rejects_bad_input(args, kw, error):
     with pytest.raises(error):
         measured(*args, **kw)
+
+
+def test_tolerant_tensor_checks_print_no_machine_dependent_digits(capsys):
+    a = torch.randn(2, 3)
+    check("matmul", a @ torch.eye(3), a, rel=1e-6)
+    check("array", np.ones(2), np.ones(2) + 1e-9, abs=1e-6)
+    assert capsys.readouterr().out == (
+        "✓ matmul: Tensor (2, 3) torch.float32 matches (rel=1e-06, abs=0)\n"
+        "✓ array: ndarray (2,) float64 matches (rel=0, abs=1e-06)\n"
+    )

@@ -76,3 +76,19 @@ def test_python_versions_agree():
 def test_constraints_have_no_local_version_labels():
     # "+cpu" pins only install from one index; the bare version works everywhere.
     assert not [v for v in _constraints().values() if "+" in v]
+
+
+def test_project_kernel_is_registered_in_this_environment():
+    """`make setup` registers the kernel the notebooks name, inside .venv (not globally)."""
+    import json
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "jupyter", "kernelspec", "list", "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    specs = json.loads(out)["kernelspecs"]
+    makefile = (ROOT / "Makefile").read_text()
+    kernel = re.search(r"^KERNEL := (\S+)", makefile, re.M).group(1)
+    assert kernel in specs, f"kernel {kernel!r} not registered; run make setup"
+    assert Path(specs[kernel]["resource_dir"]).is_relative_to(Path(sys.prefix))
+    for notebook in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        assert f'"name": "{kernel}"' in notebook.read_text(), f"{notebook.name} names another kernel"

@@ -44,7 +44,16 @@ def test_stride_figure_labels_each_element_with_its_storage_index(v):
     assert len(storage.patches) == 12
 
 
-@pytest.mark.parametrize(("bad", "error"), [(torch.arange(3), ValueError), ([[1, 2]], TypeError)])
+def test_stride_figure_colours_storage_by_the_row_that_reads_it():
+    fig = plot_strides(X.T)  # row r of X.T reads storage slots r, r+4, r+8
+    slots = fig.axes[0].patches
+    for r in range(4):
+        assert len({slots[i].get_facecolor() for i in (r, r + 4, r + 8)}) == 1
+    assert len({slots[i].get_facecolor() for i in range(4)}) == 4
+
+
+@pytest.mark.parametrize(("bad", "error"), [(torch.arange(3), ValueError), ([[1, 2]], TypeError),
+                                            (torch.zeros(100, 100), ValueError)])
 def test_stride_figure_rejects_bad_input(bad, error):
     with pytest.raises(error):
         plot_strides(bad)
