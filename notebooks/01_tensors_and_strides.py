@@ -1,0 +1,525 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python (pytorch-resource-accounting)
+#     language: python
+#     name: pytorch-resource-accounting
+# ---
+
+# %% [markdown]
+# # 01 · Tensors, storage and strides
+#
+# Lecture 2, §2.2–§2.4. Every parameter, gradient, optimizer state and activation in a
+# training run is a tensor, so the memory bill is a sum over tensors. This notebook looks
+# under the hood of one: a flat block of bytes (the **storage**) plus a little metadata
+# (shape, stride, offset) that says how to read it. Knowing which operations only touch
+# the metadata and which ones copy the bytes is knowing which lines of your code cost
+# memory and bandwidth.
+#
+# Every claim below is checked by code (`✓` lines); anything timed on this machine is
+# marked `[measured]`.
+
+# %%
+from lecture_utils import setup
+device = setup()
+
+# %%
+import itertools
+
+import matplotlib.pyplot as plt
+import torch
+import torch.utils.benchmark as benchmark
+from beartype import beartype
+from einops import EinopsError, einsum, rearrange, reduce
+from jaxtyping import Float, TypeCheckError, jaxtyped
+from torch import Tensor
+
+from lecture_utils import check, measured
+from lecture_utils.memory import format_bytes, tensor_bytes
+from lecture_utils.plots import plot_strides
+
+# %% [markdown]
+# ## §2.2 A tensor is a pointer plus metadata
+#
+# The bytes live in one place, the storage; the tensor object you hold is only a view
+# description on top of it. Memory is paid for storages, not for tensor objects, so
+# this split is the first thing to get right in any memory estimate.
+#
+# The notes' example: twelve integers laid out as a 3 × 4 matrix.
+
+# %%
+x = torch.arange(12).view(3, 4)
+print(x)
+check("x.shape", tuple(x.shape), (3, 4))
+check("x.stride()", x.stride(), (4, 1))
+check("x.storage_offset()", x.storage_offset(), 0)
+check("x.dtype", x.dtype, torch.int64)
+check("bytes per element", x.element_size(), 8)
+check("storage bytes = numel × bytes per element", x.untyped_storage().nbytes(), 12 * 8)
+check("tensor_bytes(x)", tensor_bytes(x), 96)
+
+# %% [markdown]
+# `stride=(4, 1)` means: one step down a row skips 4 elements of storage, one step along
+# a column skips 1. Element `x[r, c]` lives at storage index
+#
+# $$\text{index} = \text{offset} + r \cdot s_0 + c \cdot s_1 ,$$
+#
+# counted in **elements**, not bytes (the byte address is the storage's start plus
+# `index × element_size`). In $n$ dimensions it is
+# $\text{offset} + \sum_k i_k s_k$.
+#
+# To test the formula we need to read the storage *without* going through the tensor's
+# own metadata. `storage_of` wraps the raw storage in a fresh flat tensor (offset 0,
+# stride 1); `addresses` applies the formula to every index tuple, using nothing but
+# `shape`, `stride()` and `storage_offset()`.
+
+
+# %%
+def storage_of(t: Tensor) -> Tensor:
+    """The whole storage under ``t`` as a flat 1-D tensor, ignoring t's shape/stride/offset."""
+    return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage())
+
+
+def addresses(t: Tensor) -> dict[tuple[int, ...], int]:
+    """Storage index of every element of ``t``: offset + sum_k i_k * stride_k."""
+    offset, strides = t.storage_offset(), t.stride()
+    return {idx: offset + sum(i * s for i, s in zip(idx, strides, strict=True))
+            for idx in itertools.product(*(range(n) for n in t.shape))}
+
+
+def n_matching(t: Tensor) -> int:
+    """How many elements satisfy t[idx] == storage[formula(idx)]."""
+    storage = storage_of(t)
+    return sum(bool(t[idx] == storage[a]) for idx, a in addresses(t).items())
+
+
+print("storage of x:", storage_of(x))
+check("x[2, 1] sits at 0 + 2*4 + 1*1", addresses(x)[(2, 1)], 9)
+check("storage[9] == x[2, 1]", storage_of(x)[9].item(), x[2, 1].item())
+
+# %% [markdown]
+# Now every element of four different views of the same storage. For each we write down
+# the metadata we expect by hand, then check the formula against the storage for *all*
+# elements (the number printed is how many matched; it must equal `numel`).
+
+# %%
+views = {
+    #  name          tensor       expected (shape, stride, offset)
+    "x":          (x,           ((3, 4), (4, 1), 0)),
+    "x[:, 1]":    (x[:, 1],     ((3,), (4,), 1)),
+    "x.T":        (x.T,         ((4, 3), (1, 4), 0)),
+    "x[1:, ::2]": (x[1:, ::2],  ((2, 2), (4, 2), 4)),
+}
+for name, (t, expected) in views.items():
+    check(f"{name}: (shape, stride, offset)",
+          (tuple(t.shape), t.stride(), t.storage_offset()), expected)
+    check(f"{name}: elements with t[idx] == storage[offset + Σ i·s]", n_matching(t), t.numel())
+
+# %% [markdown]
+# Because `x` holds `0..11`, each value *is* its storage index, so printing a view shows
+# where its elements live. The transpose walks the storage column by column:
+
+# %%
+print(x.T)
+
+# %% [markdown]
+# The formula is not special to small integers or to 2-D. Here it is on random floats in
+# 4-D, through a permute, slices with steps, and an integer index (values no longer equal
+# their positions, so a wrong address would show up):
+
+# %%
+t4 = torch.randn(2, 3, 4, 5)
+for name, v in {
+    "t4.permute(3, 1, 0, 2)[1:, :, :, ::2]": t4.permute(3, 1, 0, 2)[1:, :, :, ::2],
+    "t4[..., 2]": t4[..., 2],
+    "t4.transpose(1, 3)[:, 1:3]": t4.transpose(1, 3)[:, 1:3],
+}.items():
+    check(f"{name}: elements matching the formula", n_matching(v), v.numel())
+
+# %% [markdown]
+# The offset is in elements; `data_ptr()` (the address of a view's first element) moves
+# by `offset × element_size` bytes. We compare differences of pointers, never the
+# pointers themselves, which change from run to run.
+
+# %%
+for name, v in {"x[:, 1]": x[:, 1], "x[1:, ::2]": x[1:, ::2]}.items():
+    check(f"{name}: data_ptr shift in bytes = offset × 8",
+          v.data_ptr() - x.data_ptr(), v.storage_offset() * x.element_size())
+
+# %% [markdown]
+# ### Figure: how strides walk the storage
+#
+# Top strip: the 12 storage slots, each coloured like the row of the view that reads it
+# (grey = not reachable from the view). Grid: each element of the view, labelled with the
+# storage index the formula gives. `x` reads the strip in
+# order; `x.T` jumps by 4 along a row; `x[:, 1:3]` uses the same strides as `x` but starts
+# at offset 1 and skips slots 0, 3, 4, 7, 8, 11.
+
+# %%
+for name, v in {"x": x, "x.T": x.T, "x[:, 1:3]": x[:, 1:3]}.items():
+    plot_strides(v, f"{name}: shape {tuple(v.shape)}, stride {v.stride()}, "
+                    f"offset {v.storage_offset()}")
+plt.show()
+
+# %% [markdown]
+# ## §2.3 Views are cheap, copies are expensive
+#
+# An operation that changes only shape/stride/offset costs O(1) whatever the tensor's
+# size: no new memory, no memory traffic. An operation that copies reads and writes every
+# byte. In a training step the second kind shows up as `copy_` kernels eating memory
+# bandwidth, so it pays to know which is which.
+#
+# Slicing, indexing with an integer, `transpose`/`.T` and `view` all return views: new
+# metadata, same storage. We prove "same storage" by comparing the storages' start
+# addresses (as booleans).
+
+
+# %%
+def same_storage(a: Tensor, b: Tensor) -> bool:
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+for name, v in {"x[:, 1]": x[:, 1], "x.transpose(0, 1)": x.transpose(0, 1),
+                "x.view(2, 6)": x.view(2, 6), "x[1:, ::2]": x[1:, ::2]}.items():
+    check(f"{name} shares x's storage", same_storage(v, x), True)
+    check(f"{name}: storage bytes (nothing new allocated)", v.untyped_storage().nbytes(), 96)
+
+# %% [markdown]
+# Shared storage means a write through one view is visible through every other.
+
+# %%
+a = torch.arange(12).view(3, 4)
+col = a[:, 1]
+col[0] = 100                # write through the column view ...
+check("... and a[0, 1] sees it", a[0, 1].item(), 100)
+a.T[3, 2] = -1              # write through the transpose ...
+check("... and a[2, 3] sees it", a[2, 3].item(), -1)
+print(a)
+
+# %% [markdown]
+# ### Contiguous versus not
+#
+# A tensor is **contiguous** when its strides are exactly those of a row-major layout of
+# its shape: the last stride is 1 and each earlier stride is the product of the sizes
+# after it (PyTorch ignores dimensions of size 1). The notes describe non-contiguous as
+# "the strides are no longer decreasing"; that is too loose. `x[:, ::2]` has strides
+# `(4, 2)`, decreasing, and is still not contiguous, because it skips every other slot.
+
+
+# %%
+def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+for name, v in {"x": x, "x[1:]": x[1:], "x[:, 1]": x[:, 1], "x.T": x.T,
+                "x[:, ::2]": x[:, ::2]}.items():
+    row_major = v.stride() == row_major_strides(tuple(v.shape))
+    check(f"{name}: stride {v.stride()} row-major for {tuple(v.shape)}? (== is_contiguous())",
+          row_major, v.is_contiguous())
+
+# %% [markdown]
+# ### The failing `view`
+#
+# Flattening the transpose with `view` fails. This cell raises on purpose:
+
+# %% tags=["raises-exception"]
+z = x.transpose(0, 1)
+z.view(12)
+
+# %% [markdown]
+# Why: `view` never moves data, so it must express the new shape with new strides over
+# the *same* storage. Merging dimensions `i` and `i+1` into one is possible only if they
+# are adjacent in memory: `stride[i] == stride[i+1] * size[i+1]`. For `z`, stride 0 is 1
+# but `stride[1] * size[1]` is 4 × 3 = 12, so the 12 elements in the order `view(12)`
+# wants (`0, 4, 8, 1, 5, ...`) are not equally spaced in storage: no single stride works.
+#
+# So the notes' "view only works on a contiguous layout" is too strong. `view` works on a
+# non-contiguous tensor whenever the new shape only *splits* dimensions, or merges
+# dimensions that are adjacent in memory:
+
+# %%
+check("z: can dims 0 and 1 merge? stride[0] == stride[1] * size[1]",
+      z.stride(0) == z.stride(1) * z.size(1), False)
+z_split = z.view(2, 2, 3)   # split dim 0 (size 4, stride 1) into (2, 2): strides (2, 1)
+check("z.is_contiguous()", z.is_contiguous(), False)
+check("z.view(2, 2, 3) stride", z_split.stride(), (2, 1, 4))
+check("z.view(2, 2, 3) shares the storage", same_storage(z_split, x), True)
+
+# %% [markdown]
+# ### `contiguous()` makes a real copy
+#
+# `contiguous()` allocates a new storage and copies the elements in the view's logical
+# order, after which `view(12)` is fine. The cost is one extra buffer of
+# `numel × element_size` bytes, plus reading that many bytes and writing that many again.
+# If the tensor is already contiguous, `contiguous()` returns it unchanged and copies
+# nothing (the notes' warning only applies to tensors that actually need it).
+
+# %%
+zc = z.contiguous()
+check("z.is_contiguous() before", z.is_contiguous(), False)
+check("zc.is_contiguous() after", zc.is_contiguous(), True)
+check("zc shares x's storage", same_storage(zc, x), False)
+check("zc.stride()", zc.stride(), (3, 1))
+bytes_copied = z.numel() * z.element_size()
+check("bytes copied = numel × element_size = 12 × 8", bytes_copied, 96)
+check("zc's new storage holds exactly those bytes", zc.untyped_storage().nbytes(), bytes_copied)
+check("zc.view(12)", zc.view(12), torch.tensor([0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]))
+check("x.contiguous() is x (already contiguous: no copy)", x.contiguous() is x, True)
+
+# %% [markdown]
+# ### `reshape`: a view if possible, else a copy
+#
+# `reshape` tries `view` first and silently falls back to `contiguous()` + `view`. That is
+# convenient, and also how a copy hides in a hot path: the code looks the same either
+# way. Check which one you got by comparing storages (or use `view` where you want an
+# error instead of a silent copy).
+
+# %%
+for name, v, is_view in [("x.reshape(2, 6)", x.reshape(2, 6), True),
+                         ("z.reshape(2, 2, 3)", z.reshape(2, 2, 3), True),
+                         ("z.reshape(12)", z.reshape(12), False)]:
+    check(f"{name} shares x's storage", same_storage(v, x), is_view)
+
+# %% [markdown]
+# ### Aside: broadcasting is a view with stride 0
+#
+# `expand` repeats a tensor along a new dimension by giving it stride 0, so one storage
+# slot serves every row. No memory is used until something materialises it.
+# `tensor_bytes` counts logical elements (numel × element size), so here it over-states
+# the memory actually held; the storage is what you pay for.
+
+# %%
+row = torch.arange(4)
+e = row.expand(3, 4)
+check("e.stride()", e.stride(), (0, 1))
+check("e shares row's storage", same_storage(e, row), True)
+check("storage actually held (bytes)", e.untyped_storage().nbytes(), 4 * 8)
+check("tensor_bytes(e): logical bytes", tensor_bytes(e), 12 * 8)
+check("e.contiguous() materialises all of them", e.contiguous().untyped_storage().nbytes(), 96)
+
+# %% [markdown]
+# ### What a copy costs in time
+#
+# A 2048 × 2048 float32 matrix: a transpose view versus a transposed copy (and, for
+# reference, a plain `clone`, which copies in storage order). Medians from
+# `torch.utils.benchmark`; the numbers depend on the machine. The view's time is Python
+# and dispatcher overhead and does not grow with the tensor; the copy's time grows with
+# the bytes moved, and the transposing copy is usually slower than `clone` because it reads
+# the source with a stride of 2048 elements.
+
+# %%
+n = 2048
+big = torch.randn(n, n, device=device)
+check("big: bytes", tensor_bytes(big), n * n * 4)
+print("big:", format_bytes(tensor_bytes(big)))
+moved = 2 * tensor_bytes(big)  # a copy reads every byte once and writes it once
+check("bytes moved by one copy (read + write)", moved, 33_554_432)
+
+
+def median_seconds(stmt: str) -> float:
+    timer = benchmark.Timer(stmt, globals={"big": big}, num_threads=torch.get_num_threads())
+    return timer.blocked_autorange(min_run_time=0.1).median
+
+
+t_view = median_seconds("big.T")
+t_copy = median_seconds("big.T.contiguous()")
+t_clone = median_seconds("big.clone()")
+measured("big.T (view), median", t_view * 1e6, "µs")
+measured("big.T.contiguous() (transposed copy), median", t_copy * 1e3, "ms")
+measured("big.clone() (plain copy), median", t_clone * 1e3, "ms")
+measured("transposed copy / view", t_copy / t_view, "×")
+measured("transposed copy: effective bandwidth", moved / t_copy / 1e9, "GB/s")
+measured("plain copy: effective bandwidth", moved / t_clone / 1e9, "GB/s")
+
+# %% [markdown]
+# ## §2.4 einops: give dimensions names
+#
+# Code like `x.transpose(1, 2).reshape(B, T, -1)` is full of positional magic numbers; a
+# wrong axis often still runs and silently computes garbage, or forces a copy you did not
+# intend. einops writes the dimensions out by name. Below, the notes' three examples, each
+# checked against the plain PyTorch it replaces.
+#
+# **einsum**: attention scores, a dot product over `hidden` for every pair of positions.
+
+# %%
+batch, seq1, seq2, hidden = 2, 3, 5, 64
+q = torch.randn(batch, seq1, hidden)
+k = torch.randn(batch, seq2, hidden)
+scores = einsum(q, k, "batch seq1 hidden, batch seq2 hidden -> batch seq1 seq2")
+reference = q @ k.transpose(-2, -1)
+check("einsum scores: shape", tuple(scores.shape), (batch, seq1, seq2))
+check("einsum == q @ k.transpose(-2, -1) (rtol 1e-5)",
+      torch.allclose(scores, reference, rtol=1e-5, atol=1e-5), True)
+
+# %% [markdown]
+# **reduce**: sum over `hidden`; `...` keeps any leading dimensions as they are.
+
+# %%
+h = torch.randn(batch, seq1, hidden)
+s = reduce(h, "... hidden -> ...", "sum")
+check("reduce: shape", tuple(s.shape), (batch, seq1))
+check("reduce == h.sum(-1) (rtol 1e-5)", torch.allclose(s, h.sum(-1), rtol=1e-5, atol=1e-5), True)
+
+# %% [markdown]
+# **rearrange**: split `hidden = heads × d` into two dimensions for multi-head attention,
+# and merge them back. einops uses `view`/`reshape` underneath, so both directions are
+# views here: pure metadata, exactly the same numbers, no copy.
+
+# %%
+split = rearrange(h, "... (heads d) -> ... heads d", heads=8)
+check("rearrange: shape", tuple(split.shape), (batch, seq1, 8, hidden // 8))
+check("rearrange == h.view(..., 8, -1) (exact)",
+      torch.equal(split, h.view(*h.shape[:-1], 8, -1)), True)
+check("rearrange returned a view of h", same_storage(split, h), True)
+back = rearrange(split, "... heads d -> ... (heads d)")
+check("round trip gives h back (exact)", torch.equal(back, h), True)
+check("round trip is still a view of h", same_storage(back, h), True)
+
+# %% [markdown]
+# A named pattern also refuses what cannot be true: 64 does not split into 7 heads.
+
+# %%
+try:
+    rearrange(h, "... (heads d) -> ... heads d", heads=7)
+    rejected = False
+except EinopsError:
+    rejected = True
+check("heads=7 on hidden=64 raises EinopsError", rejected, True)
+
+# %% [markdown]
+# ### Shape annotations checked at run time (jaxtyping + beartype)
+#
+# Names in a docstring are documentation; names in an annotation can be *enforced*.
+# `@jaxtyped(typechecker=beartype)` binds each dimension name to a size on the first
+# argument that mentions it and then insists every later use agrees, including the
+# return value.
+
+
+# %%
+@jaxtyped(typechecker=beartype)
+def attention_scores(q: Float[Tensor, "batch seq1 hidden"],
+                     k: Float[Tensor, "batch seq2 hidden"]) -> Float[Tensor, "batch seq1 seq2"]:
+    return einsum(q, k, "batch seq1 hidden, batch seq2 hidden -> batch seq1 seq2")
+
+
+check("attention_scores(q, k): shape", tuple(attention_scores(q, k).shape), (2, 3, 5))
+
+# %% [markdown]
+# Pass a `k` whose hidden size disagrees with `q`'s (63 instead of 64):
+
+# %%
+k_bad = torch.randn(batch, seq2, hidden - 1)
+try:
+    attention_scores(q, k_bad)
+    caught = None
+except TypeCheckError as err:
+    caught = err
+print(f"caught: {type(caught).__name__}")
+check("a wrong hidden size is rejected", isinstance(caught, TypeCheckError), True)
+check("the message blames parameter 'k'", "parameter 'k'" in str(caught), True)
+check("and shows the bound size hidden=64", "hidden=64" in str(caught), True)
+
+# %% [markdown]
+# The return annotation catches a classic transposition bug: computing `k qᵀ` instead of
+# `q kᵀ` gives `batch seq2 seq1`. An honest limit: shapes cannot tell equal-sized
+# dimensions apart, so when `seq1 == seq2` the same bug passes unnoticed.
+
+
+# %%
+@jaxtyped(typechecker=beartype)
+def buggy_scores(q: Float[Tensor, "batch seq1 hidden"],
+                 k: Float[Tensor, "batch seq2 hidden"]) -> Float[Tensor, "batch seq1 seq2"]:
+    return k @ q.transpose(-2, -1)  # bug: (batch, seq2, seq1)
+
+
+try:
+    buggy_scores(q, k)              # seq1 = 3, seq2 = 5
+    caught = None
+except TypeCheckError as err:
+    caught = err
+print(f"caught: {type(caught).__name__}")
+check("wrong return shape rejected when seq1 != seq2", isinstance(caught, TypeCheckError), True)
+check("the message says it was the return value", "return value" in str(caught), True)
+k_square = torch.randn(batch, seq1, hidden)
+check("same bug, seq1 == seq2: passes the shape check",
+      tuple(buggy_scores(q, k_square).shape), (batch, seq1, seq1))
+
+# %% [markdown]
+# ## What to remember
+#
+# - A tensor = storage (the bytes you pay for) + shape, stride, offset (free).
+#   Element address: `offset + Σ iₖ·sₖ`, in elements.
+# - Slicing, integer indexing, `transpose`, `view`, `expand` and most `rearrange`s are
+#   views: O(1), no new memory, writes are shared.
+# - `contiguous()` on a non-contiguous tensor, and `reshape` when `view` is impossible,
+#   allocate `numel × element_size` bytes and move twice that. `view` raises instead of
+#   copying, so use it where a copy would be a bug.
+# - Name dimensions (einops) and check them (jaxtyping) so that axis mistakes fail loudly.
+#
+# ## Exercises (from the self-test)
+#
+# **Q5.** Why does `x.transpose(0, 1).view(-1)` raise, and what does fixing it with
+# `.contiguous()` cost? Answer with the merge condition from §2.3, then put numbers on the
+# cost for the notes' GPT-3 FFN matrix `[12288, 49152]` in bfloat16 (§2.1).
+#
+# *Try it first; the solution cell below is hidden.*
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Answer. transpose only swaps the strides, so xt = x.T has strides (1, 4). view(-1) must
+# merge both dims into one with a single stride, which needs stride[0] == stride[1] *
+# size[1]: 1 vs 12, impossible without moving data, so view raises. contiguous() moves
+# the data: a second buffer of numel × element_size bytes, and every byte read once and
+# written once (the transposed copy timed above, strided reads included). Hot path = paid
+# on every step.
+xt = x.transpose(0, 1)
+try:
+    xt.view(-1)
+    view_failed = False
+except RuntimeError:
+    view_failed = True
+check("x.transpose(0, 1).view(-1) raises RuntimeError", view_failed, True)
+# Flattening merges dims 0 and 1; that needs stride[0] == stride[1] * size[1].
+check("stride[0], stride[1] * size[1]", (xt.stride(0), xt.stride(1) * xt.size(1)), (1, 12))
+fixed = xt.contiguous().view(-1)
+check("xt.contiguous().view(-1) shares x's storage", same_storage(fixed, x), False)
+
+# The cost for the FFN matrix, on the meta device (shapes and strides, no memory).
+w = torch.empty(12288, 49152, dtype=torch.bfloat16, device="meta")
+wt = w.T.contiguous()
+check("w.T.contiguous(): new row-major strides", wt.stride(), (12288, 1))
+extra = tensor_bytes(wt)
+check("extra memory: numel × 2 bytes", extra, 12288 * 49152 * 2)
+check("in words", format_bytes(extra), "1.21 GB (1.12 GiB)")
+check("memory traffic: read + write", format_bytes(2 * extra), "2.42 GB (2.25 GiB)")
+
+# %% [markdown]
+# **Exercise 2 (strides by hand).** With `x = torch.arange(12).view(3, 4)`, predict
+# shape, stride and storage offset of `x[::2, 1:]`, `x.T` and `x.T[1:, ::2]` without
+# running anything. Then predict the values of `x.T[1:, ::2]` from the formula alone.
+#
+# *Solution hidden below.*
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# x[::2, 1:]: rows 0 and 2 -> row stride 2*4 = 8; columns from 1 -> offset 1.
+# x.T: swap shape and strides. x.T[1:, ::2]: offset 1*1 = 1, column stride 2*4 = 8.
+answers = {
+    "x[::2, 1:]":   (x[::2, 1:],   ((2, 3), (8, 1), 1)),
+    "x.T":          (x.T,          ((4, 3), (1, 4), 0)),
+    "x.T[1:, ::2]": (x.T[1:, ::2], ((3, 2), (1, 8), 1)),
+}
+for name, (v, expected) in answers.items():
+    check(f"{name}: (shape, stride, offset)", (tuple(v.shape), v.stride(), v.storage_offset()),
+          expected)
+    check(f"{name}: elements matching the formula", n_matching(v), v.numel())
+# Values = storage indices (x holds 0..11): offset 1 + r*1 + c*8.
+check("x.T[1:, ::2]", x.T[1:, ::2], torch.tensor([[1, 9], [2, 10], [3, 11]]))
