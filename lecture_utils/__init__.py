@@ -5,7 +5,7 @@ label), ``memory`` (bytes), ``plots`` (figures).
 """
 
 from lecture_utils.checks import check, measured
-from lecture_utils.device import get_device, setup
+from lecture_utils.device import cuda_only, get_device, setup
 
-__all__ = ["check", "get_device", "measured", "setup"]
+__all__ = ["check", "cuda_only", "get_device", "measured", "setup"]
 __version__ = "0.1.0"

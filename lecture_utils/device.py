@@ -70,6 +70,22 @@ def describe_device(device: torch.device) -> str:
     return device.type
 
 
+def cuda_only(device: torch.device, what: str) -> bool:
+    """Gate a GPU-only cell: True on a CUDA device; elsewhere print one line and return False.
+
+    The skip line is a ``[measured]`` line (it depends on the machine), and so is every
+    line a GPU-only cell prints, so the CPU and CUDA goldens sanitize to the same text.
+    """
+    if not isinstance(device, torch.device):
+        raise TypeError(f"device must be a torch.device (from setup()), got {type(device).__name__}")
+    if not isinstance(what, str) or not what:
+        raise TypeError(f"what must be a non-empty str describing the cell, got {what!r}")
+    if device.type == "cuda":
+        return True
+    print(f"[measured] skipped on {device.type}: {what} needs a CUDA GPU")
+    return False
+
+
 def seed_all(seed: int) -> None:
     """Seed python, numpy and torch (CPU and every CUDA device)."""
     if isinstance(seed, bool) or not isinstance(seed, int):

@@ -390,6 +390,26 @@ check("bf16 ≈ 1.2 GB", ffn_bytes[torch.bfloat16] / 1e9, 1.21, rel=0.01)
 check("fp32 in GiB", ffn_bytes[torch.float32] / 2**30, 2.25)
 
 # %% [markdown]
+# On a GPU the prediction can be set beside a real allocation: the caching allocator's
+# `memory_allocated()` must grow by exactly the predicted bytes (1,207,959,552 is a
+# multiple of the allocator's 512-byte rounding, so nothing is added). This cell runs on
+# CUDA only; elsewhere it prints one line saying why it was skipped.
+
+# %%
+from lecture_utils import cuda_only
+
+if cuda_only(device, "allocating the bf16 FFN matrix for real"):
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    w_gpu = torch.empty(shape, dtype=torch.bfloat16, device=device)
+    grown = torch.cuda.memory_allocated() - before
+    measured("memory_allocated() grew by", format_bytes(grown))
+    measured("predicted (tensor_bytes)", format_bytes(ffn_bytes[torch.bfloat16]))
+    assert grown == ffn_bytes[torch.bfloat16], (grown, ffn_bytes[torch.bfloat16])
+    del w_gpu
+    torch.cuda.empty_cache()
+
+# %% [markdown]
 # ## §1.2 Bytes per parameter: how big a model can 8 H100s train?
 #
 # Training does not store each parameter once. It keeps the weight, its gradient and

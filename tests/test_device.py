@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from lecture_utils import get_device, setup
+from lecture_utils import cuda_only, get_device, setup
 from lecture_utils.device import describe_device, seed_all
 
 
@@ -77,3 +77,16 @@ def test_describe_device():
     assert describe_device(torch.device("cpu")).startswith("cpu (")
     with pytest.raises(TypeError):
         describe_device("cpu")
+
+
+def test_cuda_only_skips_with_one_measured_line(capsys):
+    assert cuda_only(torch.device("cpu"), "peak memory") is False
+    assert capsys.readouterr().out == "[measured] skipped on cpu: peak memory needs a CUDA GPU\n"
+    assert cuda_only(torch.device("cuda"), "peak memory") is True  # no GPU needed to decide
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(("args", "error"), [(("cpu", "x"), TypeError), ((torch.device("cpu"), ""), TypeError)])
+def test_cuda_only_rejects_bad_input(args, error):
+    with pytest.raises(error):
+        cuda_only(*args)
