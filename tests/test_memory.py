@@ -7,6 +7,7 @@ from lecture_utils import memory
 from lecture_utils.memory import (
     RECIPES,
     as_dtype,
+    dtype_name,
     bytes_per_param,
     dtype_info,
     format_bytes,
@@ -78,6 +79,7 @@ def test_integer_dtypes(name, bits, sign, max_value):
                                               (torch.uint16, torch.uint16)])
 def test_dtype_aliases(alias, dtype):
     assert as_dtype(alias) == dtype
+    assert dtype_name(alias) == str(dtype).removeprefix("torch.")
 
 
 @pytest.mark.parametrize(("bad", "error"), [("float12", ValueError), ("", ValueError),
