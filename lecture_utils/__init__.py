@@ -4,8 +4,8 @@ One module per lecture concept: ``device`` (setup, seeding), ``checks`` (assert 
 label), ``memory`` (bytes), ``plots`` (figures).
 """
 
-from lecture_utils.checks import check, measured
+from lecture_utils.checks import check, check_raises, measured
 from lecture_utils.device import cuda_only, get_device, setup
 
-__all__ = ["check", "cuda_only", "get_device", "measured", "setup"]
+__all__ = ["check", "check_raises", "cuda_only", "get_device", "measured", "setup"]
 __version__ = "0.1.0"

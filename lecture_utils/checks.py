@@ -1,6 +1,6 @@
 """Every claim a notebook makes is checked, and every measurement is labelled.
 
-``check`` asserts and prints one ``✓`` line; ``measured`` prints a ``[measured]``
+``check`` (and ``check_raises``) assert and print one ``✓`` line; ``measured`` prints a ``[measured]``
 line, which nbval masks (tests/nbval_sanitize.cfg) because timings vary by machine.
 """
 
@@ -75,6 +75,30 @@ def check(name: str, got, expected, rel: float = 0, abs: float = 0) -> None:  # 
               f"matches (rel={rel:g}, abs={abs:g})")
         return
     print(f"{CHECK_MARK} {name}: {_short(got)}")
+
+
+def check_raises(name: str, error: type[BaseException], fn, *args, **kwargs) -> BaseException:
+    """Assert that ``fn(*args, **kwargs)`` raises ``error``; print ``✓ name: raises Error``.
+
+    Returns the exception so its message can be checked too. A call that does not
+    raise, or raises something else, fails with what happened instead.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"check name must be a non-empty str, got {name!r}")
+    if not (isinstance(error, type) and issubclass(error, BaseException)):
+        raise TypeError(f"error must be an exception class, got {error!r}")
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    try:
+        result = fn(*args, **kwargs)
+    except error as err:
+        print(f"{CHECK_MARK} {name}: raises {type(err).__name__}")
+        return err
+    except Exception as other:
+        raise AssertionError(f"✗ {name}\n    expected: {error.__name__}\n"
+                             f"    raised:   {type(other).__name__}: {other}") from other
+    raise AssertionError(f"✗ {name}\n    expected: {error.__name__}\n"
+                         f"    returned: {_short(result)}")
 
 
 def measured(name: str, value, unit: str = "", digits: int = 3) -> None:

@@ -241,6 +241,16 @@ def bytes_per_param(recipe: str = "fp32_adamw") -> int:
     return sum(param_breakdown(recipe).values())
 
 
+def _shards(n_gpus: int, sharded: bool) -> int:
+    """How many ways the training state is split: n_gpus if sharded, else 1."""
+    n = _check_count(n_gpus, "n_gpus")
+    if n == 0:
+        raise ValueError("n_gpus must be >= 1, got 0")
+    if not isinstance(sharded, bool):
+        raise TypeError(f"sharded must be True or False, got {sharded!r}")
+    return n if sharded else 1
+
+
 def max_params_that_fit(memory_bytes: int | float, *, n_gpus: int = 1,
                         recipe: str = "fp32_adamw", sharded: bool = False) -> int:
     """Largest parameter count whose training state fits, ignoring activations.
@@ -253,12 +263,7 @@ def max_params_that_fit(memory_bytes: int | float, *, n_gpus: int = 1,
         raise TypeError(f"memory_bytes must be a number, got {type(memory_bytes).__name__}")
     if not math.isfinite(memory_bytes) or memory_bytes <= 0:
         raise ValueError(f"memory_bytes must be a finite number > 0, got {memory_bytes}")
-    n = _check_count(n_gpus, "n_gpus")
-    if n == 0:
-        raise ValueError("n_gpus must be >= 1, got 0")
-    if not isinstance(sharded, bool):
-        raise TypeError(f"sharded must be True or False, got {sharded!r}")
-    total = memory_bytes * (n if sharded else 1)
+    total = memory_bytes * _shards(n_gpus, sharded)
     return int(total // bytes_per_param(recipe))
 
 
@@ -269,12 +274,7 @@ def training_state_table(n_params: int, *, n_gpus: int = 1, sharded: bool = Fals
     The static twin of the notebook's calculator widget.
     """
     n = _check_count(n_params, "n_params")
-    gpus = _check_count(n_gpus, "n_gpus")
-    if gpus == 0:
-        raise ValueError("n_gpus must be >= 1, got 0")
-    if not isinstance(sharded, bool):
-        raise TypeError(f"sharded must be True or False, got {sharded!r}")
-    split = gpus if sharded else 1
+    split = _shards(n_gpus, sharded)
     rows = [(part, math.ceil(n * b / split)) for part, b in param_breakdown(recipe).items()]
     rows.append(("total", sum(b for _, b in rows)))
     return rows

@@ -40,7 +40,7 @@ from einops import EinopsError, einsum, rearrange, reduce
 from jaxtyping import Float, TypeCheckError, jaxtyped
 from torch import Tensor
 
-from lecture_utils import check, measured
+from lecture_utils import check, check_raises, measured
 from lecture_utils.memory import format_bytes, tensor_bytes
 from lecture_utils.plots import plot_strides
 
@@ -389,12 +389,8 @@ check("round trip is still a view of h", same_storage(back, h), True)
 # A named pattern also refuses what cannot be true: 64 does not split into 7 heads.
 
 # %%
-try:
-    rearrange(h, "... (heads d) -> ... heads d", heads=7)
-    rejected = False
-except EinopsError:
-    rejected = True
-check("heads=7 on hidden=64 raises EinopsError", rejected, True)
+check_raises("heads=7 on hidden=64", EinopsError,
+             rearrange, h, "... (heads d) -> ... heads d", heads=7)
 
 # %% [markdown]
 # ### Shape annotations checked at run time (jaxtyping + beartype)
@@ -419,13 +415,7 @@ check("attention_scores(q, k): shape", tuple(attention_scores(q, k).shape), (2, 
 
 # %%
 k_bad = torch.randn(batch, seq2, hidden - 1)
-try:
-    attention_scores(q, k_bad)
-    caught = None
-except TypeCheckError as err:
-    caught = err
-print(f"caught: {type(caught).__name__}")
-check("a wrong hidden size is rejected", isinstance(caught, TypeCheckError), True)
+caught = check_raises("a wrong hidden size is rejected", TypeCheckError, attention_scores, q, k_bad)
 check("the message blames parameter 'k'", "parameter 'k'" in str(caught), True)
 check("and shows the bound size hidden=64", "hidden=64" in str(caught), True)
 
@@ -442,13 +432,8 @@ def buggy_scores(q: Float[Tensor, "batch seq1 hidden"],
     return k @ q.transpose(-2, -1)  # bug: (batch, seq2, seq1)
 
 
-try:
-    buggy_scores(q, k)              # seq1 = 3, seq2 = 5
-    caught = None
-except TypeCheckError as err:
-    caught = err
-print(f"caught: {type(caught).__name__}")
-check("wrong return shape rejected when seq1 != seq2", isinstance(caught, TypeCheckError), True)
+caught = check_raises("wrong return shape rejected when seq1 != seq2 (3 != 5)", TypeCheckError,
+                      buggy_scores, q, k)
 check("the message says it was the return value", "return value" in str(caught), True)
 k_square = torch.randn(batch, seq1, hidden)
 check("same bug, seq1 == seq2: passes the shape check",
@@ -482,12 +467,7 @@ check("same bug, seq1 == seq2: passes the shape check",
 # written once (the transposed copy timed above, strided reads included). Hot path = paid
 # on every step.
 xt = x.transpose(0, 1)
-try:
-    xt.view(-1)
-    view_failed = False
-except RuntimeError:
-    view_failed = True
-check("x.transpose(0, 1).view(-1) raises RuntimeError", view_failed, True)
+check_raises("x.transpose(0, 1).view(-1)", RuntimeError, xt.view, -1)
 # Flattening merges dims 0 and 1; that needs stride[0] == stride[1] * size[1].
 check("stride[0], stride[1] * size[1]", (xt.stride(0), xt.stride(1) * xt.size(1)), (1, 12))
 fixed = xt.contiguous().view(-1)

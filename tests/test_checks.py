@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from lecture_utils.checks import check, measured
+from lecture_utils.checks import check, check_raises, measured
 
 
 def test_check_prints_one_line_on_success(capsys):
@@ -88,3 +88,25 @@ def test_tolerant_tensor_checks_print_no_machine_dependent_digits(capsys):
         "✓ matmul: Tensor (2, 3) torch.float32 matches (rel=1e-06, abs=0)\n"
         "✓ array: ndarray (2,) float64 matches (rel=0, abs=1e-06)\n"
     )
+
+
+def test_check_raises_returns_the_exception(capsys):
+    err = check_raises("bad view", RuntimeError, torch.arange(6).view(2, 3).T.view, 6)
+    assert "view size is not compatible" in str(err)
+    assert capsys.readouterr().out == "✓ bad view: raises RuntimeError\n"
+
+
+def test_check_raises_fails_when_nothing_or_something_else_is_raised(capsys):
+    with pytest.raises(AssertionError, match="returned: 6"):
+        check_raises("no error", ValueError, lambda: 6)
+    with pytest.raises(AssertionError, match="raised:   ZeroDivisionError"):
+        check_raises("other error", ValueError, lambda: 1 / 0)
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(("args", "error"), [(("", ValueError, int), TypeError),
+                                             (("x", "ValueError", int), TypeError),
+                                             (("x", ValueError, 3), TypeError)])
+def test_check_raises_rejects_bad_input(args, error):
+    with pytest.raises(error):
+        check_raises(*args)

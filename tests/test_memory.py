@@ -7,9 +7,9 @@ from lecture_utils import memory
 from lecture_utils.memory import (
     RECIPES,
     as_dtype,
-    dtype_name,
     bytes_per_param,
     dtype_info,
+    dtype_name,
     format_bytes,
     max_params_that_fit,
     param_breakdown,
