@@ -223,12 +223,18 @@ RECIPES: dict[str, tuple[tuple[str, torch.dtype], ...]] = {
 }
 
 
-def _recipe(recipe: str) -> tuple[tuple[str, torch.dtype], ...]:
+def recipe_name(recipe: str) -> str:
+    """The canonical recipe name; ``"fp32-adamw"`` (as typed on a command line) is accepted."""
     if not isinstance(recipe, str):
         raise TypeError(f"recipe must be a str, got {type(recipe).__name__} {recipe!r}")
-    if recipe not in RECIPES:
+    name = recipe.replace("-", "_")
+    if name not in RECIPES:
         raise ValueError(f"unknown recipe {recipe!r}; valid: {', '.join(RECIPES)}")
-    return RECIPES[recipe]
+    return name
+
+
+def _recipe(recipe: str) -> tuple[tuple[str, torch.dtype], ...]:
+    return RECIPES[recipe_name(recipe)]
 
 
 def param_breakdown(recipe: str) -> dict[str, int]:

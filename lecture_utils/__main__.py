@@ -1,0 +1,5 @@
+import sys
+
+from lecture_utils.cli import main
+
+sys.exit(main())

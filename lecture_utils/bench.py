@@ -1,0 +1,117 @@
+"""Honest timing: torch.utils.benchmark (warm-up, CUDA synchronisation, median).
+
+Every function returns seconds (or a rate) and, given a ``label``, prints one
+``[measured]`` line, because timings depend on the machine.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import torch
+import torch.utils.benchmark as benchmark
+
+from lecture_utils.checks import measured
+from lecture_utils.hardware import _dtype_key, detect
+
+_TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
+                 "fp16": torch.float16}
+
+
+def time_fn(fn, *args, label: str | None = None, min_run_time: float = 0.2) -> float:
+    """Median seconds per call of ``fn(*args)``.
+
+    ``blocked_autorange`` warms up, repeats until ``min_run_time`` has passed and, on
+    CUDA, synchronises around each block so queued kernels are counted.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if isinstance(min_run_time, bool) or not isinstance(min_run_time, numbers.Real) or min_run_time <= 0:
+        raise ValueError(f"min_run_time must be a number of seconds > 0, got {min_run_time!r}")
+    timer = benchmark.Timer(stmt="fn(*args)", globals={"fn": fn, "args": args},
+                            num_threads=torch.get_num_threads())
+    fn(*args)  # one call outside the timer: lazy init, allocator warm-up
+    seconds = timer.blocked_autorange(min_run_time=min_run_time).median
+    if label is not None:
+        measured(label, seconds * 1e3, "ms")
+    return seconds
+
+
+def _resolve(device) -> torch.device:
+    if isinstance(device, str):
+        device = torch.device(device)
+    if not isinstance(device, torch.device):
+        raise TypeError(f"device must be a torch.device or str, got {type(device).__name__}")
+    return device
+
+
+def _size(n, what="n") -> int:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n <= 0:
+        raise ValueError(f"{what} must be a positive int, got {n!r}")
+    return int(n)
+
+
+def matmul_flops_per_s(n: int, dtype: str = "fp32", device="cpu", *, label: str | None = None,
+                       min_run_time: float = 0.2) -> float:
+    """Achieved FLOP/s of an ``n x n @ n x n`` matmul (2n^3 FLOPs) in ``dtype``.
+
+    ``"tf32"`` means float32 tensors with TF32 tensor-core math (CUDA only; on other
+    devices it is plain fp32 and the dtype is refused).
+    """
+    n = _size(n)
+    key = _dtype_key(dtype)
+    if key not in _TORCH_DTYPES:
+        raise ValueError(f"cannot time a {key} matmul here; valid: {', '.join(_TORCH_DTYPES)}")
+    device = _resolve(device)
+    if key == "tf32" and device.type != "cuda":
+        raise ValueError("tf32 is a CUDA tensor-core mode; on this device use fp32")
+    a = torch.randn(n, n, device=device, dtype=_TORCH_DTYPES[key])
+    b = torch.randn(n, n, device=device, dtype=_TORCH_DTYPES[key])
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high" if key == "tf32" else "highest")  # "high" = TF32
+    try:
+        seconds = time_fn(torch.matmul, a, b, min_run_time=min_run_time)
+    finally:
+        torch.set_float32_matmul_precision(previous)
+    rate = 2 * n**3 / seconds
+    if label is not None:
+        measured(label, rate / 1e12, "TFLOP/s")
+    return rate
+
+
+def copy_bandwidth(n_bytes: int = 256 * 2**20, device="cpu", *, label: str | None = None,
+                   min_run_time: float = 0.2) -> float:
+    """Achieved bytes/s of ``dst.copy_(src)``: every byte read once and written once."""
+    n_bytes = _size(n_bytes, "n_bytes")
+    device = _resolve(device)
+    src = torch.empty(n_bytes // 4, dtype=torch.float32, device=device).uniform_()
+    dst = torch.empty_like(src)
+    seconds = time_fn(dst.copy_, src, min_run_time=min_run_time)
+    rate = 2 * src.numel() * 4 / seconds
+    if label is not None:
+        measured(label, rate / 1e9, "GB/s")
+    return rate
+
+
+@dataclass(frozen=True)
+class Peak:
+    """A peak FLOP/s and where it came from: a spec sheet, or a measurement here."""
+
+    flops_per_s: float
+    source: str
+    is_measured: bool
+
+
+def peak_flops(device, dtype: str = "bf16", *, n: int | None = None) -> Peak:
+    """The denominator for MFU on ``device``: the table's dense peak for a known GPU,
+    otherwise the measured FLOP/s of a large matmul (CPU, MPS, GPUs not in the table).
+    """
+    device = _resolve(device)
+    key = _dtype_key(dtype)
+    acc = detect(device) if device.type == "cuda" else None
+    if acc is not None:
+        return Peak(acc.peak(key), f"{acc.name} dense {key} peak (spec sheet)", False)
+    size = _size(n, "n") if n is not None else (8192 if device.type == "cuda" else 1024)
+    rate = matmul_flops_per_s(size, key, device)
+    return Peak(rate, f"measured: {size}^3 {key} matmul on {device.type}", True)

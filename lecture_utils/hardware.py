@@ -1,0 +1,164 @@
+"""Accelerator spec sheets: dense peak FLOP/s per dtype, memory and bandwidth.
+
+Every peak here is *dense*. Spec sheets headline the 2:1 structured-sparsity figure
+(H100 SXM "1979 TFLOP/s" bf16), which dense matmuls never reach; those figures are
+kept separately in ``sparse_flops`` and labelled. §1.1 of the notes: divide by two.
+
+Units: FLOP/s, bytes, bytes/s. Host links are per direction (spec sheets quote PCIe
+x16 bandwidth for both directions together, e.g. "PCIe Gen5 128 GB/s" = 64 + 64).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import torch
+
+DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")  # fp32 = non-tensor-core (CUDA cores)
+T = 1e12
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    name: str
+    dense_flops: MappingProxyType  # dtype -> FLOP/s, dense (no sparsity)
+    sparse_flops: MappingProxyType  # dtype -> FLOP/s with 2:1 sparsity: marketing only
+    memory_bytes: float
+    hbm_bandwidth: float  # bytes/s
+    host_link: str
+    host_bandwidth: float  # bytes/s, one direction
+    source: str
+    device_names: tuple[str, ...] = field(default=())  # regexes for torch.cuda.get_device_name
+
+    def peak(self, dtype: str) -> float:
+        """Dense peak FLOP/s for ``dtype`` (fp32, tf32, bf16, fp16, fp8)."""
+        key = _dtype_key(dtype)
+        if key not in self.dense_flops:
+            raise ValueError(f"{self.name} has no {key} peak; it has: {', '.join(self.dense_flops)}")
+        return self.dense_flops[key]
+
+
+def _dtype_key(dtype) -> str:
+    aliases = {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16",
+               "half": "fp16", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "tensorfloat32": "tf32"}
+    if isinstance(dtype, torch.dtype):
+        dtype = str(dtype).removeprefix("torch.")
+    if not isinstance(dtype, str):
+        raise TypeError(f"dtype must be a str or torch.dtype, got {type(dtype).__name__} {dtype!r}")
+    key = aliases.get(dtype.lower(), dtype.lower())
+    if key not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
+    return key
+
+
+def _gpu(name, dense, sparse, memory, hbm, link, link_bw, source, device_names):
+    return Accelerator(name, MappingProxyType({k: v * T for k, v in dense.items()}),
+                       MappingProxyType({k: v * T for k, v in sparse.items()}),
+                       memory * GB, hbm * GB, link, link_bw * GB, source, device_names)
+
+
+# Dense figures are the spec sheets' sparse tensor-core figures halved, except fp32,
+# which runs on CUDA cores (no sparsity). TFLOP/s, GB, GB/s.
+ACCELERATORS: dict[str, Accelerator] = {a.name: a for a in [
+    # NVIDIA A100 datasheet (SXM 80GB): FP32 19.5, TF32 156 (312*), BF16/FP16 312 (624*);
+    # HBM2e 2,039 GB/s; PCIe Gen4 64 GB/s both ways. No fp8.
+    _gpu("A100 SXM 80GB", {"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312},
+         {"tf32": 312, "bf16": 624, "fp16": 624}, 80, 2039, "PCIe Gen4 x16", 32,
+         "NVIDIA A100 Tensor Core GPU datasheet", (r"A100.*SXM.*80", r"A100-SXM4-80GB")),
+    # NVIDIA H100 datasheet (SXM): FP32 67, TF32 989*, BF16/FP16 1,979*, FP8 3,958*
+    # (* = with sparsity); HBM3 3.35 TB/s; PCIe Gen5 128 GB/s both ways.
+    _gpu("H100 SXM", {"fp32": 67, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5, "fp8": 1979},
+         {"tf32": 989, "bf16": 1979, "fp16": 1979, "fp8": 3958}, 80, 3350, "PCIe Gen5 x16", 64,
+         "NVIDIA H100 Tensor Core GPU datasheet", (r"H100 80GB HBM3", r"H100.*SXM")),
+    # Same datasheet, PCIe card: FP32 51, TF32 756*, BF16/FP16 1,513*, FP8 3,026*;
+    # HBM2e 2 TB/s.
+    _gpu("H100 PCIe", {"fp32": 51, "tf32": 378, "bf16": 756.5, "fp16": 756.5, "fp8": 1513},
+         {"tf32": 756, "bf16": 1513, "fp16": 1513, "fp8": 3026}, 80, 2000, "PCIe Gen5 x16", 64,
+         "NVIDIA H100 Tensor Core GPU datasheet", (r"H100 PCIe",)),
+    # NVIDIA H200 datasheet (SXM): H100 SXM's compute; 141 GB HBM3e at 4.8 TB/s.
+    _gpu("H200", {"fp32": 67, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5, "fp8": 1979},
+         {"tf32": 989, "bf16": 1979, "fp16": 1979, "fp8": 3958}, 141, 4800, "PCIe Gen5 x16", 64,
+         "NVIDIA H200 Tensor Core GPU datasheet", (r"H200(?!.*NVL)",)),
+    # NVIDIA HGX B200 (8-GPU board) figures divided by 8: FP32 600 -> 75, TF32 18* -> 2.25*,
+    # BF16/FP16 36* -> 4.5*, FP8 72* -> 9*; 1,440 GB HBM3e -> 180 GB at 64 TB/s -> 8 TB/s.
+    _gpu("B200", {"fp32": 75, "tf32": 1125, "bf16": 2250, "fp16": 2250, "fp8": 4500},
+         {"tf32": 2250, "bf16": 4500, "fp16": 4500, "fp8": 9000}, 180, 8000, "PCIe Gen5 x16", 64,
+         "NVIDIA HGX B200 / DGX B200 datasheets (per GPU)", (r"B200",)),
+    # AMD Instinct MI300X datasheet: FP32 (vector) 163.4, TF32 653.7 (1307.4*),
+    # BF16/FP16 1307.4 (2614.9*), FP8 2614.9 (5229.8*); 192 GB HBM3 at 5.3 TB/s.
+    _gpu("MI300X", {"fp32": 163.4, "tf32": 653.7, "bf16": 1307.4, "fp16": 1307.4, "fp8": 2614.9},
+         {"tf32": 1307.4, "bf16": 2614.9, "fp16": 2614.9, "fp8": 5229.8}, 192, 5300,
+         "PCIe Gen5 x16", 64, "AMD Instinct MI300X accelerator datasheet", (r"MI300X",)),
+    # NVIDIA Ada (AD102) whitepaper, RTX 4090, tensor ops with FP32 accumulate (what
+    # training uses): TF32 82.6 (165.2*), BF16/FP16 165.2 (330.4*), FP8 330.3 (660.6*);
+    # FP32 (shader) 82.6; 24 GB GDDR6X at 1,008 GB/s; PCIe Gen4.
+    _gpu("RTX 4090", {"fp32": 82.6, "tf32": 82.6, "bf16": 165.2, "fp16": 165.2, "fp8": 330.3},
+         {"tf32": 165.2, "bf16": 330.4, "fp16": 330.4, "fp8": 660.6}, 24, 1008, "PCIe Gen4 x16",
+         32, "NVIDIA Ada GPU architecture whitepaper", (r"RTX 4090",)),
+    # NVIDIA L4 datasheet: FP32 30.3, TF32 120*, BF16/FP16 242*, FP8 485*;
+    # 24 GB GDDR6 at 300 GB/s; PCIe Gen4 x16 64 GB/s both ways.
+    _gpu("L4", {"fp32": 30.3, "tf32": 60, "bf16": 121, "fp16": 121, "fp8": 242.5},
+         {"tf32": 120, "bf16": 242, "fp16": 242, "fp8": 485}, 24, 300, "PCIe Gen4 x16", 32,
+         "NVIDIA L4 Tensor Core GPU datasheet", (r"\bL4\b",)),
+]}
+
+# What people type. "H100" alone means the SXM part, as in the lecture.
+ALIASES = {
+    "a100": "A100 SXM 80GB", "a10080gb": "A100 SXM 80GB", "a100sxm": "A100 SXM 80GB",
+    "h100": "H100 SXM", "h100sxm5": "H100 SXM", "h100pcie": "H100 PCIe",
+    "h200sxm": "H200", "b200": "B200", "mi300": "MI300X", "4090": "RTX 4090",
+    "rtx4090": "RTX 4090", "geforcertx4090": "RTX 4090", "l4": "L4",
+}
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def lookup(name: str | Accelerator) -> Accelerator:
+    """Find an accelerator by name, case-insensitively (``"h100"``, ``"A100"``, ``"4090"``)."""
+    if isinstance(name, Accelerator):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"accelerator name must be a str, got {type(name).__name__} {name!r}")
+    key = _norm(name)
+    by_norm = {_norm(n): n for n in ACCELERATORS}
+    if key in by_norm:
+        return ACCELERATORS[by_norm[key]]
+    if key in ALIASES:
+        return ACCELERATORS[ALIASES[key]]
+    close = difflib.get_close_matches(key, list(by_norm) + list(ALIASES), n=3, cutoff=0.5)
+    names = sorted({by_norm.get(c) or ALIASES[c] for c in close})
+    hint = f"; did you mean {', '.join(names)}?" if names else ""
+    raise ValueError(f"unknown accelerator {name!r}{hint} (known: {', '.join(ACCELERATORS)})")
+
+
+def match_device_name(device_name: str) -> Accelerator | None:
+    """The table entry for a CUDA device name such as ``"NVIDIA H100 80GB HBM3"``, or None."""
+    if not isinstance(device_name, str):
+        raise TypeError(f"device_name must be a str, got {type(device_name).__name__}")
+    for acc in ACCELERATORS.values():
+        if any(re.search(p, device_name, re.IGNORECASE) for p in acc.device_names):
+            return acc
+    return None
+
+
+def detect(device: torch.device | str | None = None) -> Accelerator | None:
+    """The table entry for this machine's GPU, or None (CPU, MPS, or a GPU not in the table).
+
+    Never raises for an unknown GPU: it prints one line saying so, and callers fall back
+    to a measured peak (:func:`lecture_utils.bench.peak_flops`).
+    """
+    device = torch.device(device) if device is not None else (
+        torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu"))
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    acc = match_device_name(name)
+    if acc is None:
+        print(f"[measured] {name!r} is not in the hardware table: peaks will be measured, not looked up")
+    return acc
