@@ -11,7 +11,7 @@ KERNEL := pytorch-resource-accounting
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 LAB_ARGS ?=
 
-.PHONY: help setup lab test unit nbval run regen lint clean
+.PHONY: help setup lab test unit nbval run regen lint bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -52,6 +52,9 @@ regen: $(STAMP)  ## re-execute notebooks in place (new goldens) and re-sync the 
 
 lint: $(STAMP)  ## ruff over lecture_utils, tests, scripts and notebooks
 	$(BIN)/ruff check lecture_utils tests scripts notebooks
+
+bench: $(STAMP)  ## speed benchmarks (by hand; not part of make test)
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:  ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .ruff_cache

@@ -96,6 +96,8 @@ def _estimate(args) -> None:
 
 
 def _memory(args) -> None:
+    if args.params != int(args.params) or args.params <= 0:
+        raise ValueError(f"--params must be a positive whole number, got {args.params:g}")
     n = int(args.params)
     rows = training_state_table(n, n_gpus=args.gpus, sharded=args.sharded, recipe=args.recipe)
     layout = f"sharded over {args.gpus}" if args.sharded else f"replicated on each of {args.gpus}"

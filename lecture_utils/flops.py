@@ -192,3 +192,58 @@ def count_flops(fn_or_module, *inputs, backward: bool = True) -> FlopCount:
     uncounted = sorted(str(op) for op in recorder.ops
                        if op not in flop_registry and any(w in str(op) for w in _MATMUL_WORDS))
     return FlopCount(forward, back, by_module, tuple(uncounted))
+
+
+# --- the training-time calculator ---------------------------------------------------
+
+
+def training_time_table(n_params: float, n_tokens: float, gpus: list[tuple[str, int]],
+                        mfus: tuple[float, ...] = (0.3, 0.4, 0.5, 1.0),
+                        dtype: str = "bf16") -> list[tuple[str, int, dict[float, float]]]:
+    """Days to train by 6ND for each (gpu, count) and MFU: rows of (gpu name, count, {mfu: days}).
+
+    The static twin of :func:`training_time_calculator`.
+    """
+    if not isinstance(gpus, (list, tuple)) or not gpus:
+        raise ValueError("gpus must be a non-empty list of (name, count) pairs")
+    total = training_flops(n_params, n_tokens).total
+    rows = []
+    for entry in gpus:
+        if not (isinstance(entry, tuple) and len(entry) == 2):
+            raise TypeError(f"each gpus entry must be a (name, count) pair, got {entry!r}")
+        name, count = entry
+        acc = lookup(name)
+        rows.append((acc.name, count, {m: training_days(total, acc, count, m, dtype) for m in mfus}))
+    return rows
+
+
+def training_time_calculator():
+    """An ipywidgets calculator: params, tokens, GPU, count, MFU -> days (6ND, dense peak)."""
+    import ipywidgets as w
+
+    from lecture_utils.hardware import ACCELERATORS
+
+    params = w.FloatLogSlider(value=70e9, base=10, min=8, max=13, step=0.05, description="params",
+                              readout_format=".3g")
+    tokens = w.FloatLogSlider(value=15e12, base=10, min=9, max=14, step=0.05, description="tokens",
+                              readout_format=".3g")
+    gpu = w.Dropdown(options=list(ACCELERATORS), value="H100 SXM", description="GPU")
+    count = w.IntText(value=1024, description="GPUs")
+    utilisation = w.FloatSlider(value=0.5, min=0.05, max=1.0, step=0.05, description="MFU")
+    out = w.HTML()
+
+    def update(*_):
+        if count.value < 1:
+            out.value = "<p>GPUs must be at least 1</p>"
+            return
+        total = training_flops(int(params.value), int(tokens.value)).total
+        days = training_days(total, gpu.value, count.value, utilisation.value)
+        peak = lookup(gpu.value).peak("bf16")
+        out.value = (f"<p>6ND = {total:.3g} FLOPs; dense bf16 peak {peak / 1e12:g} TFLOP/s per GPU"
+                     f"<br><b>{days:.1f} days</b> on {count.value} x {gpu.value} at MFU "
+                     f"{utilisation.value:.2f}</p>")
+
+    for widget in (params, tokens, gpu, count, utilisation):
+        widget.observe(update, names="value")
+    update()
+    return w.VBox([params, tokens, gpu, count, utilisation, out])

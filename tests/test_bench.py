@@ -1,0 +1,59 @@
+import time
+
+import pytest
+import torch
+
+from lecture_utils import bench
+
+
+def test_time_fn_measures_a_known_sleep(capsys):
+    seconds = bench.time_fn(time.sleep, 0.002, label="sleep 2 ms", min_run_time=0.05)
+    assert 0.002 <= seconds < 0.05
+    assert capsys.readouterr().out.startswith("[measured] sleep 2 ms: ")
+
+
+def test_time_fn_is_silent_without_a_label(capsys):
+    bench.time_fn(torch.zeros, 10, min_run_time=0.01)
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(("args", "kw", "error"), [((3,), {}, TypeError), ((print,), {"min_run_time": 0}, ValueError),
+                                                   ((print,), {"min_run_time": "1"}, ValueError)])
+def test_time_fn_rejects_bad_input(args, kw, error):
+    with pytest.raises(error):
+        bench.time_fn(*args, **kw)
+
+
+def test_matmul_rate_is_flops_over_time(capsys):
+    rate = bench.matmul_flops_per_s(128, "fp32", "cpu", label="mm", min_run_time=0.02)
+    assert 1e6 < rate < 1e14  # 2 * 128^3 FLOPs took between 30 ns and 4 s
+    assert "TFLOP/s" in capsys.readouterr().out
+    assert torch.get_float32_matmul_precision() == "highest"  # restored
+
+
+@pytest.mark.parametrize(("args", "error"), [((0,), ValueError), ((64, "int8"), ValueError),
+                                             ((64, "fp8"), ValueError), ((64, "tf32", "cpu"), ValueError),
+                                             ((64, "fp32", 3), TypeError)])
+def test_matmul_rate_rejects_bad_input(args, error):
+    with pytest.raises(error):
+        bench.matmul_flops_per_s(*args)
+
+
+def test_copy_bandwidth_is_plausible():
+    rate = bench.copy_bandwidth(8 * 2**20, "cpu", min_run_time=0.02)
+    assert 1e8 < rate < 1e13
+    with pytest.raises(ValueError):
+        bench.copy_bandwidth(0)
+
+
+def test_peak_on_cpu_is_measured_and_labelled():
+    peak = bench.peak_flops("cpu", "fp32", n=128)
+    assert peak.is_measured and peak.source == "measured: 128^3 fp32 matmul on cpu"
+    assert peak.flops_per_s > 0
+
+
+def test_peak_on_a_known_gpu_comes_from_the_table(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 80GB HBM3")
+    peak = bench.peak_flops(torch.device("cuda"), "bf16")
+    assert (peak.flops_per_s, peak.is_measured) == (989.5e12, False)
+    assert peak.source == "H100 SXM dense bf16 peak (spec sheet)"

@@ -1,0 +1,164 @@
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
+
+from lecture_utils.flops import (
+    count_flops,
+    matmul_flops,
+    mfu,
+    training_days,
+    training_flops,
+    training_time_calculator,
+    training_time_table,
+    transformer_flops,
+    transformer_flops_breakdown,
+)
+from lecture_utils.models import GPT, get_config
+
+
+def _counter_flops(fn, *args) -> int:
+    with FlopCounterMode(display=False) as counter:
+        fn(*args)
+    return counter.get_total_flops()
+
+
+@pytest.mark.parametrize(("b", "d", "k"), [(1, 1, 1), (3, 5, 7), (64, 128, 32), (1000, 17, 3)])
+def test_matmul_flops_matches_flop_counter(b, d, k):
+    x, w = torch.randn(b, d), torch.randn(d, k)
+    assert matmul_flops(b, d, k) == 2 * b * d * k == _counter_flops(torch.matmul, x, w)
+
+
+@pytest.mark.parametrize("bad", [(0, 2, 2), (2, -1, 2), (2.0, 2, 2), (True, 2, 2), ("2", 2, 2)])
+def test_matmul_flops_rejects_bad_sizes(bad):
+    with pytest.raises((ValueError, TypeError)):
+        matmul_flops(*bad)
+
+
+def test_training_flops_6nd_split():
+    f = training_flops(70e9, 15e12)
+    assert (f.forward, f.backward, f.total) == (2.1e24, 4.2e24, 6.3e24)
+
+
+@pytest.mark.parametrize(("args", "error"), [((0, 1e9), ValueError), ((-1, 1e9), ValueError),
+                                             ((1e9, float("inf")), ValueError), ((1.5, 10), ValueError),
+                                             (("70e9", 1e9), TypeError), ((None, 1), TypeError)])
+def test_training_flops_rejects_bad_input(args, error):
+    with pytest.raises(error):
+        training_flops(*args)
+
+
+def test_training_days_from_the_lecture():
+    total = training_flops(70e9, 15e12).total
+    assert training_days(total, "H100", 1024, 0.5) == pytest.approx(143.93, abs=0.01)
+    assert training_days(total, "H100", 1024, 1.0) == pytest.approx(71.96, abs=0.01)
+    assert training_days(total, "H100", 1024, 0.4) == pytest.approx(179.91, abs=0.01)  # self-test Q4
+    # Independent arithmetic, as the notes write it.
+    assert training_days(total, "H100", 1024, 0.5) == pytest.approx(
+        6 * 70e9 * 15e12 / (1979e12 / 2 * 0.5 * 1024 * 60 * 60 * 24), rel=1e-12)
+
+
+def test_training_days_uses_the_dtype_peak():
+    total = 1e21
+    assert training_days(total, "A100", 1, 1.0, "fp32") / training_days(total, "A100", 1, 1.0, "bf16") == 16
+
+
+@pytest.mark.parametrize(("kw", "error", "match"), [
+    ({"mfu": 0}, ValueError, "mfu"), ({"mfu": 1.2}, ValueError, "fraction"), ({"n_gpus": 0}, ValueError, "n_gpus"),
+    ({"n_gpus": 2.5}, TypeError, "n_gpus"), ({"gpu": "TPU"}, ValueError, "unknown accelerator"),
+    ({"dtype": "int4"}, ValueError, "dtype"), ({"flops": -1}, ValueError, "flops"),
+])
+def test_training_days_rejects_bad_input(kw, error, match):
+    args = {"flops": 1e24, "gpu": "H100", "n_gpus": 8, "mfu": 0.5} | kw
+    with pytest.raises(error, match=match):
+        training_days(**args)
+
+
+def test_mfu():
+    assert mfu(989.5e12, 2.0, 989.5e12) == 0.5
+    with pytest.raises(ValueError, match="MFU 2.00 > 1"):
+        mfu(2e12, 1.0, 1e12)
+    with pytest.raises(ValueError, match="seconds"):
+        mfu(1e12, 0, 1e12)
+
+
+# --- transformer_flops against FlopCounterMode on the project's model
+
+MODEL_CASES = [
+    ("tiny", {}, 2, 64),
+    ("tiny", {"tie_embeddings": True}, 1, 128),
+    ("tiny", {"d_ff": 200, "n_heads": 8, "n_layers": 3}, 2, 17),
+    ("gpu", {"n_layers": 1, "d_model": 96, "n_heads": 3, "vocab_size": 1000, "seq_len": 64, "attention": "math"}, 1, 64),
+]
+
+
+@pytest.mark.parametrize(("name", "overrides", "batch", "seq"), MODEL_CASES)
+def test_transformer_flops_equals_flop_counter_on_the_model(name, overrides, batch, seq):
+    torch.manual_seed(0)
+    cfg = get_config(name, **overrides)
+    model = GPT(cfg)
+    idx = torch.randint(0, cfg.vocab_size, (batch, seq))
+    counted = count_flops(model, idx)
+    assert counted.uncounted_ops == ()
+    assert counted.forward == batch * transformer_flops(**cfg.flops_kwargs(seq))
+    assert counted.backward == 2 * counted.forward  # every matmul's input needs a gradient here
+
+
+def test_breakdown_parts_and_defaults():
+    parts = transformer_flops_breakdown(n_layers=2, d_model=8, n_heads=2, seq_len=4, vocab_size=10)
+    assert parts["MLP up"] == 2 * 2 * 4 * 8 * 32  # d_ff defaults to 4 * d_model
+    assert parts["attention scores (QK^T)"] == parts["attention weighted sum (AV)"] == 2 * 2 * 4 * 4 * 8
+    assert parts["unembedding"] == 2 * 4 * 8 * 10
+    assert sum(parts.values()) == transformer_flops(n_layers=2, d_model=8, n_heads=2, seq_len=4, vocab_size=10)
+
+
+@pytest.mark.parametrize(("kw", "error"), [({"n_heads": 3}, ValueError), ({"seq_len": 0}, ValueError),
+                                           ({"d_ff": -4}, ValueError), ({"vocab_size": 10.0}, TypeError)])
+def test_transformer_flops_rejects_bad_shapes(kw, error):
+    args = {"n_layers": 2, "d_model": 8, "n_heads": 2, "seq_len": 4, "vocab_size": 10} | kw
+    with pytest.raises(error):
+        transformer_flops(**args)
+
+
+def test_count_flops_backward_of_first_layer_is_1x():
+    """§4.2: the input needs no gradient, so the first layer's backward is one matmul."""
+    net = torch.nn.Sequential(torch.nn.Linear(8, 16, bias=False), torch.nn.ReLU(), torch.nn.Linear(16, 4, bias=False))
+    result = count_flops(net, torch.randn(5, 8))
+    first, second = matmul_flops(5, 8, 16), matmul_flops(5, 16, 4)
+    assert result.forward == first + second
+    assert result.backward == first + 2 * second
+    assert result.by_module["Sequential.0"] == first and result.by_module["Sequential.2"] == second
+    assert result.total == result.forward + result.backward
+
+
+def test_count_flops_reports_what_it_cannot_count():
+    q = torch.randn(1, 2, 8, 4, requires_grad=True)
+    result = count_flops(lambda t: F.scaled_dot_product_attention(t, t, t, is_causal=True), q)
+    assert result.forward == 0  # FlopCounterMode has no formula for the CPU kernel ...
+    assert any("scaled_dot_product" in op for op in result.uncounted_ops)  # ... and we say so
+
+
+def test_count_flops_forward_only_and_bad_input():
+    result = count_flops(torch.matmul, torch.randn(2, 3), torch.randn(3, 4), backward=False)
+    assert (result.forward, result.backward) == (48, 0)
+    with pytest.raises(ValueError, match="requires grad"):
+        count_flops(torch.matmul, torch.randn(2, 3), torch.randn(3, 4))
+    with pytest.raises(TypeError):
+        count_flops("model", torch.randn(2))
+
+
+def test_training_time_table_and_calculator():
+    rows = training_time_table(70e9, 15e12, [("H100", 1024), ("A100", 512)], mfus=(0.5, 1.0))
+    assert rows[0][0] == "H100 SXM" and rows[0][2][0.5] == pytest.approx(143.93, abs=0.01)
+    assert rows[1][2][1.0] == pytest.approx(training_days(6.3e24, "A100", 512, 1.0))
+    with pytest.raises(ValueError):
+        training_time_table(70e9, 15e12, [])
+    with pytest.raises(TypeError):
+        training_time_table(70e9, 15e12, ["H100"])
+    box = training_time_calculator()
+    assert "143.9 days" in box.children[-1].value
+    box.children[4].value = 1.0  # MFU
+    assert "72.0 days" in box.children[-1].value
+    assert not math.isnan(box.children[0].value)
