@@ -50,8 +50,8 @@ run: $(STAMP)  ## execute every notebook headless; HTML to build/; one row per n
 regen: $(STAMP)  ## re-execute notebooks in place (new goldens) and re-sync the .py twins
 	$(BIN)/python scripts/regen.py notebooks/[0-9][0-9]_*.py
 
-lint: $(STAMP)  ## ruff over lecture_utils, tests, scripts and notebooks
-	$(BIN)/ruff check lecture_utils tests scripts notebooks
+lint: $(STAMP)  ## ruff over lecture_utils, tests, scripts, benchmarks and notebooks
+	$(BIN)/ruff check lecture_utils tests scripts benchmarks notebooks
 
 bench: $(STAMP)  ## speed benchmarks (by hand; not part of make test)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
