@@ -103,9 +103,11 @@ class Peak:
     is_measured: bool
 
 
-def peak_flops(device, dtype: str = "bf16", *, n: int | None = None) -> Peak:
+def peak_flops(device, dtype: str = "bf16", *, n: int | None = None,
+               min_run_time: float = 0.2) -> Peak:
     """The denominator for MFU on ``device``: the table's dense peak for a known GPU,
-    otherwise the measured FLOP/s of a large matmul (CPU, MPS, GPUs not in the table).
+    otherwise the best measured FLOP/s of an ``n^3`` and an ``(n/2)^3`` matmul (CPU, MPS,
+    GPUs not in the table). A measured peak is noisy: a later timing may beat it.
     """
     device = _resolve(device)
     key = _dtype_key(dtype)
@@ -113,5 +115,7 @@ def peak_flops(device, dtype: str = "bf16", *, n: int | None = None) -> Peak:
     if acc is not None:
         return Peak(acc.peak(key), f"{acc.name} dense {key} peak (spec sheet)", False)
     size = _size(n, "n") if n is not None else (8192 if device.type == "cuda" else 1024)
-    rate = matmul_flops_per_s(size, key, device)
-    return Peak(rate, f"measured: {size}^3 {key} matmul on {device.type}", True)
+    rate = max(matmul_flops_per_s(s, key, device, min_run_time=min_run_time)
+               for s in {max(size // 2, 1), size})
+    return Peak(rate, f"measured: best of {size}^3 and {max(size // 2, 1)}^3 {key} matmuls "
+                      f"on {device.type}", True)

@@ -87,7 +87,7 @@ def _estimate(args) -> None:
     sparse = acc.sparse_flops.get(args.dtype)
     print(f"training FLOPs: 6 x {args.params:.4g} params x {args.tokens:.4g} tokens = {flops.total:.4g}"
           f"  (forward 2ND = {flops.forward:.4g}, backward 4ND = {flops.backward:.4g})")
-    note = f"; the spec sheet's {sparse / 1e12:g} is with 2:1 sparsity, not used" if sparse else ""
+    note = f"; the spec sheet's {sparse / 1e12:g} assumes 2:4 sparsity, not used" if sparse else ""
     print(f"peak: {acc.name} {args.dtype} dense {peak / 1e12:g} TFLOP/s per GPU{note}")
     rate = peak * args.mfu * args.gpus
     print(f"throughput: {args.gpus} GPUs x {peak / 1e12:g} TFLOP/s x MFU {args.mfu:g} = {rate:.4g} FLOP/s")
@@ -114,7 +114,7 @@ def _memory(args) -> None:
 
 def _gpus(_args) -> None:
     head = f"{'accelerator':<14} {'fp32':>6} {'tf32':>7} {'bf16':>7} {'fp16':>7} {'fp8':>7}  {'memory':>7} {'HBM GB/s':>8}  host link"
-    print("dense peak TFLOP/s (spec sheets' 2:1-sparsity figures are twice the tensor-core ones)")
+    print("dense peak TFLOP/s (spec sheets' 2:4-sparsity figures are twice the tensor-core ones)")
     print(head)
     for acc in ACCELERATORS.values():
         peaks = "".join(f"{acc.dense_flops[d] / 1e12:>{6 if d == 'fp32' else 8}g}" if d in acc.dense_flops

@@ -1,8 +1,9 @@
 """Accelerator spec sheets: dense peak FLOP/s per dtype, memory and bandwidth.
 
-Every peak here is *dense*. Spec sheets headline the 2:1 structured-sparsity figure
-(H100 SXM "1979 TFLOP/s" bf16), which dense matmuls never reach; those figures are
-kept separately in ``sparse_flops`` and labelled. §1.1 of the notes: divide by two.
+Every peak here is *dense*. Spec sheets headline the structured-sparsity figure
+(NVIDIA's "2:4": two of every four weights zero; the notes say "2:1"), e.g. H100 SXM
+"1979 TFLOP/s" bf16, which dense matmuls never reach; those figures are kept
+separately in ``sparse_flops`` and labelled. §1.1 of the notes: divide by two.
 
 Units: FLOP/s, bytes, bytes/s. Host links are per direction (spec sheets quote PCIe
 x16 bandwidth for both directions together, e.g. "PCIe Gen5 128 GB/s" = 64 + 64).
@@ -26,7 +27,7 @@ GB = 1e9
 class Accelerator:
     name: str
     dense_flops: MappingProxyType  # dtype -> FLOP/s, dense (no sparsity)
-    sparse_flops: MappingProxyType  # dtype -> FLOP/s with 2:1 sparsity: marketing only
+    sparse_flops: MappingProxyType  # dtype -> FLOP/s with 2:4 sparsity: marketing only
     memory_bytes: float
     hbm_bandwidth: float  # bytes/s
     host_link: str

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
+from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from lecture_utils.memory import dtype_info
@@ -92,5 +97,86 @@ def plot_strides(x: torch.Tensor, title: str | None = None):
     ax_t.axis("off")
     ax_t.set_title(title or f"shape {tuple(x.shape)}, stride {x.stride()}, offset {off}",
                    loc="left", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+ROOFLINE_FIGSIZE = (8.0, 4.5)  # fixed, so the figure's text repr never depends on the data
+
+
+def _positive_real(value, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be a number, got {type(value).__name__} {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{what} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def plot_roofline(points, peak_flops, bandwidth, title=None):
+    """Measured points against a roofline: achieved FLOP/s over arithmetic intensity, log-log.
+
+    ``points`` is a sequence of ``(label, intensity, flops_per_s)``: intensity in FLOP per
+    byte moved, achieved rate in FLOP/s. ``peak_flops`` (FLOP/s) and ``bandwidth``
+    (bytes/s) set the ceiling ``min(peak_flops, bandwidth * intensity)``; the ridge point,
+    where the two meet, sits at intensity ``peak_flops / bandwidth``. Left of it a kernel
+    is memory-bound, right of it compute-bound. The figure size is fixed whatever the data.
+    """
+    peak = _positive_real(peak_flops, "peak_flops")
+    bw = _positive_real(bandwidth, "bandwidth")
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a str or None, got {type(title).__name__} {title!r}")
+    if isinstance(points, (str, bytes)) or not isinstance(points, (list, tuple)):
+        raise TypeError(f"points must be a list of (label, intensity, flops_per_s), "
+                        f"got {type(points).__name__}")
+    if not points:
+        raise ValueError("points must not be empty: give at least one (label, intensity, flops_per_s)")
+    checked = []
+    for i, point in enumerate(points):
+        if not isinstance(point, (list, tuple)) or len(point) != 3:
+            raise TypeError(f"points[{i}] must be a (label, intensity, flops_per_s) triple, "
+                            f"got {point!r}")
+        label, intensity, rate = point
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"points[{i}] label must be a non-empty str, got {label!r}")
+        checked.append((label, _positive_real(intensity, f"points[{i}] ({label}) intensity"),
+                        _positive_real(rate, f"points[{i}] ({label}) flops_per_s")))
+
+    ridge = peak / bw
+    xs = [p[1] for p in checked]
+    x_lo, x_hi = min(*xs, ridge) / 4, max(*xs, ridge) * 4
+    x = np.union1d(np.geomspace(x_lo, x_hi, 200), [ridge])  # sorted, with the kink exactly
+    ceiling = np.minimum(peak, bw * x)
+
+    fig, ax = plt.subplots(figsize=ROOFLINE_FIGSIZE)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.axvspan(x_lo, ridge, color="0.5", alpha=0.06, lw=0)
+    ceiling_line, = ax.plot(x, ceiling, color="black", lw=2, gid="ceiling")
+    ax.axvline(ridge, color="0.4", ls=":", lw=1, gid="ridge")
+    ax.plot([ridge], [peak], "D", color="black", ms=6)
+    left_part = math.log(ridge / x_lo) / math.log(x_hi / x_lo)  # where the ridge sits, 0..1
+    ax.annotate(f"ridge: {ridge:.3g} FLOP/byte", (ridge, peak), textcoords="offset points",
+                xytext=(-6, 6) if left_part > 0.4 else (6, 6),
+                ha="right" if left_part > 0.4 else "left", fontsize=8)
+    ax.text(0.01, 0.98, "← memory-bound", transform=ax.transAxes, ha="left", va="top",
+            fontsize=8, color="0.3")
+    ax.text(0.99, 0.98, "compute-bound →", transform=ax.transAxes, ha="right", va="top",
+            fontsize=8, color="0.3")
+    cmap = plt.get_cmap("tab10")
+    colors = [cmap(i % 10) for i in range(len(checked))]
+    xs, ys = [p[1] for p in checked], [p[2] for p in checked]
+    ax.scatter(xs, ys, c=colors, s=30, zorder=3, gid="points")
+    # One legend entry per point (labels beside the points would collide where several
+    # share an intensity), after the ceiling's own entry; the legend sits right of the axes.
+    handles = [ceiling_line] + [Line2D([], [], ls="none", marker="o", color=c) for c in colors]
+    labels = [f"ceiling = min(peak {peak:.3g} FLOP/s,\n  {bw:.3g} B/s × intensity)"]
+    labels += [p[0] for p in checked]
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7,
+              frameon=False, borderaxespad=0)
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(min(*ys, bw * x_lo) / 2, max(*ys, peak) * 3)
+    ax.set_xlabel("arithmetic intensity (FLOP / byte moved)")
+    ax.set_ylabel("achieved FLOP/s")
+    ax.set_title(title or "roofline", loc="left", fontsize=10)
     fig.tight_layout()
     return fig

@@ -57,3 +57,98 @@ def test_stride_figure_colours_storage_by_the_row_that_reads_it():
 def test_stride_figure_rejects_bad_input(bad, error):
     with pytest.raises(error):
         plot_strides(bad)
+
+
+# --- plot_roofline --------------------------------------------------------------------
+
+import math  # noqa: E402
+import re  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from lecture_utils.plots import ROOFLINE_FIGSIZE, plot_roofline  # noqa: E402
+
+PEAK, BW = 1e12, 1e10  # ridge at 100 FLOP/byte
+POINTS = [("elementwise", 0.1, 5e8), ("small matmul", 20.0, 1e11), ("big matmul", 500.0, 8e11)]
+
+
+def _by_gid(ax, gid):
+    found = [a for a in ax.get_children() if a.get_gid() == gid]
+    assert len(found) == 1, f"expected one artist with gid {gid!r}, found {len(found)}"
+    return found[0]
+
+
+def test_roofline_ceiling_is_min_of_peak_and_bandwidth_times_intensity():
+    ax = plot_roofline(POINTS, PEAK, BW).axes[0]
+    line = _by_gid(ax, "ceiling")
+    x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+    assert np.all(np.diff(x) > 0)
+    np.testing.assert_allclose(y, np.minimum(PEAK, BW * x), rtol=1e-12)
+    # The line spans every point and the ridge, and contains the kink exactly.
+    assert x[0] < 0.1 and x[-1] > 500.0
+    assert 100.0 in x and y[x == 100.0][0] == PEAK
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+
+
+def test_roofline_marks_the_ridge_at_peak_over_bandwidth():
+    ax = plot_roofline(POINTS, PEAK, BW).axes[0]
+    ridge = _by_gid(ax, "ridge")
+    assert list(ridge.get_xdata()) == [100.0, 100.0]
+    assert any(t.get_text() == "ridge: 100 FLOP/byte" for t in ax.texts)
+
+
+def test_roofline_draws_each_point_with_its_label():
+    ax = plot_roofline(POINTS, PEAK, BW, title="my title").axes[0]
+    offsets = _by_gid(ax, "points").get_offsets()
+    np.testing.assert_array_equal(np.asarray(offsets), [[p[1], p[2]] for p in POINTS])
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[0].startswith("ceiling") and legend[1:] == [p[0] for p in POINTS]
+    assert ax.get_title(loc="left") == "my title"
+    # Every point is inside the axes' limits.
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    assert all(x0 < p[1] < x1 and y0 < p[2] < y1 for p in POINTS)
+
+
+def test_roofline_figure_size_does_not_depend_on_the_data():
+    sizes = {tuple(plot_roofline(pts, peak, bw).get_size_inches())
+             for pts, peak, bw in [(POINTS, PEAK, BW), (POINTS[:1], 3e14, 2e12),
+                                   ([("far", 1e-4, 1.0)] * 12, 1e9, 1e11)]}
+    assert sizes == {ROOFLINE_FIGSIZE}
+
+
+def test_roofline_accepts_a_point_above_the_ceiling():
+    # A measured point can beat a ceiling (cache-resident data, a noisy measured peak):
+    # it is drawn, not rejected.
+    ax = plot_roofline([("in cache", 0.1, 5e9)], PEAK, BW).axes[0]
+    assert ax.get_ylim()[1] > 5e9
+
+
+@pytest.mark.parametrize(("points", "peak", "bw", "error", "named"), [
+    (POINTS, 0, BW, ValueError, "peak_flops"),
+    (POINTS, -1e12, BW, ValueError, "peak_flops"),
+    (POINTS, math.inf, BW, ValueError, "peak_flops"),
+    (POINTS, "1e12", BW, TypeError, "peak_flops"),
+    (POINTS, True, BW, TypeError, "peak_flops"),
+    (POINTS, PEAK, 0.0, ValueError, "bandwidth"),
+    (POINTS, PEAK, math.nan, ValueError, "bandwidth"),
+    (POINTS, PEAK, None, TypeError, "bandwidth"),
+    ([], PEAK, BW, ValueError, "empty"),
+    ("points", PEAK, BW, TypeError, "points"),
+    ({"a": (1, 2)}, PEAK, BW, TypeError, "points"),
+    ([("a", 1.0)], PEAK, BW, TypeError, "points[0]"),
+    ([1.0], PEAK, BW, TypeError, "points[0]"),
+    ([("a", 1.0, 1e9), (3, 1.0, 1e9)], PEAK, BW, TypeError, "points[1] label"),
+    ([("", 1.0, 1e9)], PEAK, BW, TypeError, "label"),
+    ([("a", 0.0, 1e9)], PEAK, BW, ValueError, "(a) intensity"),
+    ([("a", -2.0, 1e9)], PEAK, BW, ValueError, "-2.0"),
+    ([("a", 1.0, math.inf)], PEAK, BW, ValueError, "(a) flops_per_s"),
+    ([("a", "1", 1e9)], PEAK, BW, TypeError, "intensity"),
+])
+def test_roofline_rejects_bad_input_and_names_it(points, peak, bw, error, named):
+    with pytest.raises(error, match=re.escape(named)):
+        plot_roofline(points, peak, bw)
+
+
+def test_roofline_rejects_a_non_string_title():
+    with pytest.raises(TypeError, match="title"):
+        plot_roofline(POINTS, PEAK, BW, title=3)
