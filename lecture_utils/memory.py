@@ -11,6 +11,7 @@ import numbers
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
 # --- dtypes ---------------------------------------------------------------------
 
@@ -317,3 +318,149 @@ def memory_calculator():
         widget.observe(update, names="value")
     update()
     return w.VBox([n_params, recipe, n_gpus, gpu_gb, sharded, out])
+
+
+# --- a model's training memory: predicted and measured ------------------------------
+
+# Full-size state tensors per parameter that each torch.optim optimizer keeps.
+OPTIMIZER_STATE_COPIES = {"sgd": 0, "momentum": 1, "adagrad": 1, "rmsprop": 1, "adam": 2, "adamw": 2}
+# torch.optim also keeps a scalar float32 `step` tensor per parameter tensor for these.
+_STEP_COUNTERS = {"adagrad", "rmsprop", "adam", "adamw"}
+
+
+@dataclass(frozen=True)
+class TrainingMemory:
+    """Bytes held during a training step, by kind (activations: what autograd saves)."""
+
+    params: int
+    grads: int
+    optimizer_state: int
+    activations: int
+
+    @property
+    def total(self) -> int:
+        return self.params + self.grads + self.optimizer_state + self.activations
+
+
+def _optimizer_name(optimizer: str) -> str:
+    if not isinstance(optimizer, str):
+        raise TypeError(f"optimizer must be a str, got {type(optimizer).__name__} {optimizer!r}")
+    name = optimizer.lower()
+    if name not in OPTIMIZER_STATE_COPIES:
+        raise ValueError(f"unknown optimizer {optimizer!r}; valid: {', '.join(OPTIMIZER_STATE_COPIES)}")
+    return name
+
+
+def predict_training_memory(model: nn.Module, *, optimizer: str = "adamw",
+                            activations: int = 0) -> TrainingMemory:
+    """Predict params, grads and optimizer state from a model's parameters alone.
+
+    Gradients: one same-shape, same-dtype tensor per trainable parameter. Optimizer
+    state: ``OPTIMIZER_STATE_COPIES[optimizer]`` copies of the gradients, plus (for the
+    adaptive ones) torch's 4-byte ``step`` counter per parameter tensor. ``activations``
+    depends on the model's code, so it is passed in (e.g. :func:`mlp_activation_bytes`).
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    name = _optimizer_name(optimizer)
+    acts = _check_count(activations, "activations")
+    params = list(model.parameters())
+    trainable = [p for p in params if p.requires_grad]
+    grads = sum(tensor_bytes(p) for p in trainable)
+    steps = 4 * len(trainable) if name in _STEP_COUNTERS else 0
+    return TrainingMemory(params=sum(tensor_bytes(p) for p in params), grads=grads,
+                          optimizer_state=OPTIMIZER_STATE_COPIES[name] * grads + steps,
+                          activations=acts)
+
+
+def mlp_activation_bytes(*, n_layers: int, width: int, batch: int,
+                         dtype: str | torch.dtype = "float32") -> int:
+    """Bytes autograd saves for ``models.Cruncher`` (L layers of width D, batch B).
+
+    Each of the L + 1 matmuls saves its input (B x D) to compute its weight gradient
+    (grad_W = x^T grad_out): (L + 1) * B * D elements. The weights it also saves (for
+    grad_x = grad_out W^T) are the parameters themselves, so they cost nothing extra;
+    a ReLU saves its output, which is the next matmul's saved input: the same storage.
+    The lecture's B*L*D is this without the "+ 1" (the last layer's input).
+    """
+    layers = _check_count(n_layers, "n_layers")
+    d, b = _check_count(width, "width"), _check_count(batch, "batch")
+    return (layers + 1) * b * d * as_dtype(dtype).itemsize
+
+
+def mlp_peak_bytes(*, n_layers: int, width: int, batch: int, optimizer: str = "adamw",
+                   dtype: str | torch.dtype = "float32") -> int:
+    """Predicted peak of a steady-state training step of ``Cruncher`` (grads set to None).
+
+    The peak comes at the start of backward through the first hidden layer it reaches:
+    parameters, optimizer state and every saved activation are still alive, plus the
+    incoming gradient (B x D), the gradient being produced for the layer below (B x D)
+    and that layer's weight gradient (D x D). On a GPU, allocator rounding and cuBLAS
+    workspaces add a little on top.
+    """
+    model_bytes = as_dtype(dtype).itemsize
+    d, b = _check_count(width, "width"), _check_count(batch, "batch")
+    n_layers = _check_count(n_layers, "n_layers")
+    name = _optimizer_name(optimizer)
+    n_params = n_layers * d * d + d
+    params = n_params * model_bytes
+    state = OPTIMIZER_STATE_COPIES[name] * params + (4 * (n_layers + 1) if name in _STEP_COUNTERS else 0)
+    activations = mlp_activation_bytes(n_layers=n_layers, width=d, batch=b, dtype=dtype)
+    transient = (2 * b * d + d * d) * model_bytes
+    return params + state + activations + transient
+
+
+def saved_tensor_bytes(fn, *inputs, exclude: list[torch.Tensor] | tuple = ()) -> tuple[int, list]:
+    """Run ``fn(*inputs)`` and measure what autograd saves for backward.
+
+    Uses ``torch.autograd.graph.saved_tensors_hooks``: every tensor saved for backward
+    passes through the pack hook. Bytes are counted once per distinct storage, and
+    storages of ``exclude`` (e.g. the model's parameters) are skipped: saving a weight
+    for backward keeps a reference, not a copy. Returns (bytes, [(shape, dtype), ...]
+    of the counted tensors) and keeps the output alive only until it returns.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    skip = {t.untyped_storage().data_ptr() for t in exclude}
+    seen: dict[int, int] = {}
+    saved: list[tuple[tuple[int, ...], torch.dtype]] = []
+
+    def pack(t: torch.Tensor):
+        storage = t.untyped_storage()
+        ptr = storage.data_ptr()
+        if ptr not in skip and ptr not in seen:
+            seen[ptr] = storage.nbytes()
+            saved.append((tuple(t.shape), t.dtype))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn(*inputs)
+    return sum(seen.values()), saved
+
+
+def measure_training_memory(model: nn.Module, inputs: torch.Tensor, optimizer: torch.optim.Optimizer,
+                            loss_fn=None) -> TrainingMemory:
+    """Run one real training step and measure the bytes of every kind of tensor.
+
+    Activations: the saved-for-backward bytes during the forward pass (parameters
+    excluded); params, grads: the tensors themselves; optimizer state: every tensor
+    in ``optimizer.state`` after ``step()``. ``loss_fn(output)`` defaults to ``.sum()``.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    if not isinstance(inputs, torch.Tensor):
+        raise TypeError(f"inputs must be a tensor, got {type(inputs).__name__}")
+    loss_fn = loss_fn or (lambda out: out.sum())
+    params = list(model.parameters())
+    outputs = []
+    activations, _ = saved_tensor_bytes(lambda x: outputs.append(model(x)), inputs, exclude=params)
+    optimizer.zero_grad(set_to_none=True)
+    loss_fn(outputs.pop()).backward()
+    optimizer.step()
+    state = sum(tensor_bytes(t) for s in optimizer.state.values() for t in s.values()
+                if isinstance(t, torch.Tensor))
+    return TrainingMemory(params=sum(tensor_bytes(p) for p in params),
+                          grads=sum(tensor_bytes(p.grad) for p in params if p.grad is not None),
+                          optimizer_state=state, activations=activations)

@@ -162,3 +162,27 @@ def n_params(model: nn.Module, *, non_embedding: bool = False) -> int:
         if model.lm_head is not None:
             total -= model.tok_emb.weight.numel()
     return total
+
+
+class Cruncher(nn.Module):
+    """The lecture's toy MLP (§4.3): ``n_layers`` width x width Linear layers, then a
+    width -> 1 head. No nonlinearity by default, as in the lecture; ``relu=True`` puts a
+    ReLU after each hidden layer (which, it turns out, costs no extra saved memory)."""
+
+    def __init__(self, width: int, n_layers: int, *, relu: bool = False, device=None, dtype=None):
+        super().__init__()
+        for name, value in (("width", width), ("n_layers", n_layers)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        self.relu = bool(relu)
+        self.layers = nn.ModuleList(Linear(width, width, device=device, dtype=dtype)
+                                    for _ in range(n_layers))
+        self.final = Linear(width, 1, device=device, dtype=dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(batch, width) -> (batch,)"""
+        for layer in self.layers:
+            x = layer(x)
+            if self.relu:
+                x = F.relu(x)
+        return self.final(x).squeeze(-1)
