@@ -11,7 +11,7 @@ KERNEL := pytorch-resource-accounting
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 LAB_ARGS ?=
 
-.PHONY: help setup lab test unit nbval run regen lint bench clean
+.PHONY: help setup lab test unit nbval run regen lint bench data corpus clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -55,6 +55,13 @@ lint: $(STAMP)  ## ruff over lecture_utils, tests, scripts, benchmarks and noteb
 
 bench: $(STAMP)  ## speed benchmarks (by hand; not part of make test)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+data: $(STAMP)  ## train the tokenizer and write data/tokens/ (reproducible: same sha256)
+	$(BIN)/python -m lecture_utils.data prepare
+
+corpus:  ## re-extract data/corpus/ from Debian's dict-jargon and dict-devil (needs root)
+	apt-get install -y dict-jargon dict-devil
+	$(PYTHON) scripts/extract_corpus.py
 
 clean:  ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .ruff_cache

@@ -1,0 +1,190 @@
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from lecture_utils import data as data_mod
+from lecture_utils.data import (
+    DATA_DIR,
+    Prefetcher,
+    get_batch,
+    get_batch_lecture,
+    load_tokens,
+    prepare,
+    sample_windows,
+    write_tokens,
+)
+
+TOKENS = np.arange(1000, dtype=np.uint16)  # token i sits at position i: shifts are visible
+
+
+def test_shapes_dtype_and_shift():
+    x, y = get_batch(TOKENS, 8, 32, "cpu", generator=torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (8, 32) and x.dtype == y.dtype == torch.int64
+    assert torch.equal(y, x + 1)  # y is x shifted by one token
+    assert torch.equal(x[:, 1:], x[:, :-1] + 1)  # contiguous windows
+    assert x.is_contiguous() and y.is_contiguous()
+
+
+def test_every_start_is_reachable_and_none_overruns():
+    x, _ = get_batch(TOKENS[:11], 2000, 10, "cpu", generator=torch.Generator().manual_seed(1))
+    assert set(x[:, 0].tolist()) == {0}  # only one valid start when len == seq_len + 1
+    x, y = get_batch(TOKENS[:20], 5000, 10, "cpu", generator=torch.Generator().manual_seed(2))
+    assert set(x[:, 0].tolist()) == set(range(10))  # starts 0..len-seq_len-1, all of them
+    assert y.max().item() == 19
+
+
+def test_start_positions_are_uniform():
+    """Chi-square goodness of fit over all 100 valid starts, fixed seed."""
+    n_starts, draws = 100, 50_000
+    data = np.arange(n_starts + 8, dtype=np.uint16)
+    x, _ = get_batch(data, draws, 8, "cpu", generator=torch.Generator().manual_seed(1234))
+    counts = np.bincount(x[:, 0].numpy(), minlength=n_starts)
+    assert len(counts) == n_starts
+    expected = draws / n_starts
+    chi2 = ((counts - expected) ** 2 / expected).sum()
+    # 99 degrees of freedom: mean 99, sd 14; 150 is beyond the 99.9th percentile (~148).
+    assert chi2 < 150, chi2
+    assert chi2 > 50  # and not suspiciously flat
+
+
+def test_same_distribution_as_the_lecture_version():
+    """The lecture's list-based sampler and ours, same RNG stream: the same windows."""
+    data = np.random.default_rng(0).integers(0, 8192, 5000).astype(np.uint16)
+    torch.manual_seed(7)
+    x_lecture, y_lecture = get_batch_lecture(data, 16, 64, "cpu")
+    torch.manual_seed(7)
+    # The lecture draws from randint(len - seq_len - 1): one start fewer than ours.
+    starts = torch.randint(len(data) - 64 - 1, (16,))
+    expected = torch.from_numpy(data[starts.numpy()[:, None] + np.arange(65)].astype(np.int64))
+    assert torch.equal(x_lecture, expected[:, :-1]) and torch.equal(y_lecture, expected[:, 1:])
+
+
+def test_generator_makes_sampling_reproducible_and_checkpointable():
+    g = torch.Generator().manual_seed(42)
+    get_batch(TOKENS, 4, 8, "cpu", generator=g)
+    state = g.get_state()
+    after = get_batch(TOKENS, 4, 8, "cpu", generator=g)
+    g.set_state(state)
+    resumed = get_batch(TOKENS, 4, 8, "cpu", generator=g)
+    assert all(torch.equal(a, b) for a, b in zip(after, resumed, strict=True))
+
+
+@pytest.mark.parametrize(("args", "error", "match"), [
+    ((TOKENS, 4, 1000), ValueError, "seq_len"),
+    ((TOKENS, 4, 5000), ValueError, "seq_len"),
+    ((TOKENS, 0, 8), ValueError, "batch_size"),
+    ((TOKENS, -2, 8), ValueError, "batch_size"),
+    ((TOKENS, 4, 0), ValueError, "seq_len"),
+    ((TOKENS, 4.0, 8), TypeError, "batch_size"),
+    ((TOKENS.astype(np.float32), 4, 8), TypeError, "integer"),
+    ((list(range(100)), 4, 8), TypeError, "numpy"),
+    ((TOKENS.reshape(10, 100), 4, 8), TypeError, "1-D"),
+])
+def test_bad_sizes_and_data_are_rejected(args, error, match):
+    with pytest.raises(error, match=match):
+        get_batch(*args, "cpu")
+
+
+@pytest.mark.parametrize("device", ["cuda:99", "gpu", "tpu"])
+def test_devices_that_do_not_exist_raise(device):
+    with pytest.raises(ValueError):
+        get_batch(TOKENS, 2, 8, device)
+
+
+def test_bad_generator_is_rejected():
+    with pytest.raises(TypeError, match="Generator"):
+        sample_windows(TOKENS, 2, 8, generator=np.random.default_rng(0))
+
+
+def test_prefetcher_yields_the_same_batches_as_get_batch():
+    g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    expected = [get_batch(TOKENS, 4, 16, "cpu", generator=g1) for _ in range(5)]
+    with Prefetcher(TOKENS, 4, 16, "cpu", generator=g2) as batches:
+        got = [next(batches) for _ in range(5)]
+    for (x, y), (ex, ey) in zip(got, expected, strict=True):
+        assert torch.equal(x, ex) and torch.equal(y, ey)
+
+
+def test_prefetcher_validates_and_stops():
+    with pytest.raises(ValueError, match="seq_len"):
+        Prefetcher(TOKENS, 4, 5000, "cpu")
+    with pytest.raises(ValueError):
+        Prefetcher(TOKENS, 4, 8, "cuda:99")
+    p = Prefetcher(TOKENS, 2, 8, "cpu", depth=1)
+    next(p)
+    p.close()
+    with pytest.raises(StopIteration):
+        next(p)
+
+
+# --- token files
+
+def test_write_and_load_round_trip(tmp_path):
+    tokens = np.array([0, 1, 65535, 42], dtype=np.int64)
+    meta = write_tokens(tmp_path / "t.bin", tokens, 65536)
+    assert (tmp_path / "t.bin").read_bytes() == b"\x00\x00\x01\x00\xff\xff\x2a\x00"  # little-endian
+    loaded = load_tokens(tmp_path / "t.bin")
+    assert isinstance(loaded, np.memmap) and loaded.dtype == np.uint16 and not loaded.flags.writeable
+    assert loaded.tolist() == tokens.tolist()
+    assert json.loads((tmp_path / "t.json").read_text()) == meta
+
+
+@pytest.mark.parametrize(("tokens", "vocab"), [(np.array([70000]), 65536), (np.array([5]), 5), (np.array([-1]), 10),
+                                               (np.array([1]), 70000), (np.zeros((2, 2), dtype=int), 10)])
+def test_write_rejects_what_uint16_cannot_hold(tmp_path, tokens, vocab):
+    with pytest.raises(ValueError):
+        write_tokens(tmp_path / "t.bin", tokens, vocab)
+
+
+def test_load_checks_the_sidecar(tmp_path):
+    write_tokens(tmp_path / "t.bin", np.arange(10), 10)
+    with open(tmp_path / "t.bin", "r+b") as f:
+        f.write(b"\x09")  # same size, different bytes
+    with pytest.raises(ValueError, match="sha256"):
+        load_tokens(tmp_path / "t.bin")
+    assert len(load_tokens(tmp_path / "t.bin", verify=False)) == 10
+    with open(tmp_path / "t.bin", "ab") as f:
+        f.write(b"\x00\x00")
+    with pytest.raises(ValueError, match="sidecar says 10 tokens"):
+        load_tokens(tmp_path / "t.bin", verify=False)
+    with pytest.raises(FileNotFoundError):
+        load_tokens(tmp_path / "missing.bin")
+    (tmp_path / "lonely.bin").write_bytes(b"\x00\x00")
+    with pytest.raises(FileNotFoundError, match="sidecar"):
+        load_tokens(tmp_path / "lonely.bin")
+
+
+def test_committed_token_files_are_valid():
+    for split in ("train", "val"):
+        tokens = load_tokens(DATA_DIR / "tokens" / f"{split}.bin")
+        meta = json.loads((DATA_DIR / "tokens" / f"{split}.json").read_text())
+        assert meta["vocab_size"] == 8192 and len(tokens) == meta["n_tokens"] > 20_000
+        assert int(tokens.max()) < 8192
+    assert sum((DATA_DIR / "corpus" / f).stat().st_size for f in ("jargon.txt", "devil.txt")) > 1_000_000
+
+
+def test_prepare_is_reproducible(tmp_path):
+    """`make data` twice gives the same bytes, and the same bytes as the committed files."""
+    shutil.copytree(DATA_DIR / "corpus", tmp_path / "corpus")
+    first = prepare(tmp_path, vocab_size=8192)
+    tokenizer_1 = (tmp_path / "tokenizer.json").read_bytes()
+    second = prepare(tmp_path, vocab_size=8192)
+    assert first == second
+    assert (tmp_path / "tokenizer.json").read_bytes() == tokenizer_1 == (DATA_DIR / "tokenizer.json").read_bytes()
+    for split in ("train", "val"):
+        committed = json.loads((DATA_DIR / "tokens" / f"{split}.json").read_text())
+        assert first[split]["sha256"] == committed["sha256"]
+
+
+def test_tokenizer_round_trips_text():
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(DATA_DIR / "tokenizer.json"))
+    text = "The hacker's kludge: a CROCK, per the Jargon File!"
+    assert tok.decode(tok.encode(text).ids) == text
+    assert tok.get_vocab_size() == 8192 and tok.token_to_id(data_mod.EOT) is not None
+    assert math.log2(tok.get_vocab_size()) <= 16  # why uint16 is enough
