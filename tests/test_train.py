@@ -1,0 +1,314 @@
+"""The trainer's pieces against torch's, and the end-to-end guarantees of its CLI."""
+
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from lecture_utils import train
+from lecture_utils.nn import cross_entropy
+from lecture_utils.optim import AdamW
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = ["--batch-size", "4", "--seq-len", "32", "--warmup", "2", "--val-every", "0", "--no-progress"]
+
+
+# --- cross_entropy
+
+@pytest.mark.parametrize("scale", [1.0, 30.0, 1e4])
+def test_cross_entropy_matches_torch_even_for_huge_logits(scale):
+    torch.manual_seed(0)
+    logits = torch.randn(3, 5, 50) * scale
+    targets = torch.randint(0, 50, (3, 5))
+    ours = cross_entropy(logits, targets)
+    theirs = F.cross_entropy(logits.view(-1, 50), targets.view(-1))
+    assert torch.isfinite(ours)
+    torch.testing.assert_close(ours, theirs)
+
+
+def test_cross_entropy_naive_version_overflows_where_ours_does_not():
+    logits, targets = torch.tensor([[1000.0, 0.0]]), torch.tensor([0])
+    naive = -(logits.exp() / logits.exp().sum(-1, keepdim=True)).log()[0, 0]
+    assert not torch.isfinite(naive)
+    assert cross_entropy(logits, targets).item() == 0.0
+
+
+def test_cross_entropy_gradient_matches_torch():
+    logits = torch.randn(4, 10, requires_grad=True)
+    targets = torch.randint(0, 10, (4,))
+    cross_entropy(logits, targets).backward()
+    ours = logits.grad.clone()
+    logits.grad = None
+    F.cross_entropy(logits, targets).backward()
+    torch.testing.assert_close(ours, logits.grad)
+
+
+@pytest.mark.parametrize(("logits", "targets", "error"), [
+    (torch.randn(2, 5), torch.zeros(3, dtype=torch.long), ValueError),
+    (torch.randn(2, 5), torch.zeros(2), TypeError),
+    (torch.zeros(2, 5, dtype=torch.long), torch.zeros(2, dtype=torch.long), TypeError),
+    ([1.0], torch.zeros(1, dtype=torch.long), TypeError),
+])
+def test_cross_entropy_rejects_bad_input(logits, targets, error):
+    with pytest.raises(error):
+        cross_entropy(logits, targets)
+
+
+# --- clip_grad_norm
+
+@pytest.mark.parametrize("max_norm", [0.01, 1.0, 1e6])
+def test_clip_grad_norm_matches_torch(max_norm):
+    torch.manual_seed(0)
+    a = [torch.nn.Parameter(torch.randn(5, 3)) for _ in range(3)] + [torch.nn.Parameter(torch.randn(2))]
+    b = [torch.nn.Parameter(p.detach().clone()) for p in a]
+    for pa, pb in zip(a[:3], b[:3], strict=True):  # the last parameter has no gradient: skipped
+        pa.grad = torch.randn_like(pa) * 3
+        pb.grad = pa.grad.clone()
+    ours = train.clip_grad_norm(a, max_norm)
+    theirs = torch.nn.utils.clip_grad_norm_(b, max_norm)
+    torch.testing.assert_close(ours, theirs)
+    for pa, pb in zip(a[:3], b[:3], strict=True):
+        torch.testing.assert_close(pa.grad, pb.grad)
+    assert a[3].grad is None
+
+
+def test_clip_grad_norm_edge_cases():
+    assert train.clip_grad_norm([torch.nn.Parameter(torch.ones(2))], 1.0).item() == 0.0
+    p = torch.nn.Parameter(torch.ones(4))
+    p.grad = torch.full((4,), 2.0)
+    assert train.clip_grad_norm(p, 1.0).item() == pytest.approx(4.0)  # a single tensor works too
+    assert torch.linalg.vector_norm(p.grad).item() == pytest.approx(1.0, rel=1e-5)
+    for bad in (0, -1.0, "1", True):
+        with pytest.raises(ValueError):
+            train.clip_grad_norm([p], bad)
+
+
+# --- cosine_lr
+
+def test_cosine_lr_shape():
+    kw = {"max_lr": 1.0, "min_lr": 0.1, "warmup_steps": 10, "total_steps": 110}
+    assert train.cosine_lr(0, **kw) == 0.0
+    assert train.cosine_lr(5, **kw) == 0.5
+    assert train.cosine_lr(10, **kw) == 1.0
+    assert train.cosine_lr(60, **kw) == pytest.approx(0.55)  # halfway down: (max + min) / 2
+    assert train.cosine_lr(110, **kw) == pytest.approx(0.1)
+    assert train.cosine_lr(500, **kw) == 0.1
+    values = [train.cosine_lr(s, **kw) for s in range(10, 111)]
+    assert all(a >= b for a, b in zip(values, values[1:], strict=False))  # monotone decay
+    assert train.cosine_lr(0, 1.0, 0.0, 0, 10) == 1.0  # no warm-up
+
+
+@pytest.mark.parametrize("kw", [{"step": -1}, {"max_lr": -1.0}, {"min_lr": 2.0}, {"warmup_steps": 200},
+                                {"total_steps": 1.5}, {"step": True}])
+def test_cosine_lr_rejects_bad_input(kw):
+    args = {"step": 0, "max_lr": 1.0, "min_lr": 0.1, "warmup_steps": 10, "total_steps": 100} | kw
+    with pytest.raises(ValueError):
+        train.cosine_lr(**args)
+
+
+# --- checkpoints
+
+def _tiny_model_and_optimizer():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    opt = AdamW(model.parameters(), lr=0.1)
+    model(torch.randn(2, 4)).sum().backward()
+    opt.step()
+    return model, opt
+
+
+def test_checkpoint_round_trip_restores_everything(tmp_path):
+    model, opt = _tiny_model_and_optimizer()
+    g = torch.Generator().manual_seed(3)
+    torch.randn(2, generator=g)
+    train.save_checkpoint(tmp_path / "c.pt", model, opt, 7, generator=g, config={"d": 4})
+    expected = (torch.rand(3), np.random.rand(), __import__("random").random(), torch.rand(2, generator=g))
+    model2, opt2 = torch.nn.Linear(4, 3), None
+    opt2 = AdamW(model2.parameters(), lr=0.1)
+    g2 = torch.Generator()
+    torch.manual_seed(99)
+    np.random.seed(99)
+    assert train.load_checkpoint(tmp_path / "c.pt", model2, opt2, generator=g2) == 7
+    got = (torch.rand(3), np.random.rand(), __import__("random").random(), torch.rand(2, generator=g2))
+    assert torch.equal(got[0], expected[0]) and got[1:3] == expected[1:3] and torch.equal(got[3], expected[3])
+    for a, b in zip(model.parameters(), model2.parameters(), strict=True):
+        assert torch.equal(a, b)
+    assert opt2.state_dict()["state"][0]["step"] == 1
+    assert train.read_checkpoint(tmp_path / "c.pt")["extra"] == {"config": {"d": 4}}
+
+
+class _Payload:
+    def __reduce__(self):
+        return (os.system, ("echo pwned > /dev/null",))
+
+
+def test_malicious_pickle_is_refused_not_executed(tmp_path, monkeypatch):
+    path = tmp_path / "evil.pt"
+    torch.save({"model": _Payload(), "optimizer": {}, "step": 0, "rng": {}}, path)  # pickles os.system
+    calls = []
+    monkeypatch.setattr(os, "system", lambda cmd: calls.append(cmd))  # would record a call
+    with pytest.raises(ValueError, match="arbitrary pickled objects"):
+        train.read_checkpoint(path)
+    assert calls == []  # the payload never ran
+
+
+def test_plain_pickle_and_corrupt_files_are_clear_errors(tmp_path):
+    (tmp_path / "p.pt").write_bytes(pickle.dumps({"step": 1}, protocol=2))
+    with pytest.raises(ValueError):
+        train.read_checkpoint(tmp_path / "p.pt")
+    model, opt = _tiny_model_and_optimizer()
+    train.save_checkpoint(tmp_path / "c.pt", model, opt, 1)
+    data = (tmp_path / "c.pt").read_bytes()
+    (tmp_path / "c.pt").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="truncated or corrupt"):
+        train.read_checkpoint(tmp_path / "c.pt")
+    with pytest.raises(FileNotFoundError):
+        train.read_checkpoint(tmp_path / "missing.pt")
+    torch.save({"weights": torch.zeros(1)}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="missing"):
+        train.read_checkpoint(tmp_path / "other.pt")
+
+
+def test_save_is_atomic(tmp_path, monkeypatch):
+    model, opt = _tiny_model_and_optimizer()
+    path = tmp_path / "c.pt"
+    train.save_checkpoint(path, model, opt, 1)
+    before = path.read_bytes()
+
+    def crash(obj, f, *a, **k):
+        f.write(b"half a checkpoint")
+        raise KeyboardInterrupt("killed mid-save")
+
+    monkeypatch.setattr(torch, "save", crash)
+    with pytest.raises(KeyboardInterrupt):
+        train.save_checkpoint(path, model, opt, 2)
+    assert path.read_bytes() == before  # the old checkpoint is intact
+    monkeypatch.undo()
+    assert train.read_checkpoint(path)["step"] == 1
+
+
+def test_seed_everything_and_deterministic_switch():
+    train.seed_everything(5, deterministic=True)
+    try:
+        assert torch.are_deterministic_algorithms_enabled()
+        a = torch.rand(3)
+        train.seed_everything(5, deterministic=True)
+        assert torch.equal(a, torch.rand(3))
+    finally:
+        train.seed_everything(0, deterministic=False)
+    assert not torch.are_deterministic_algorithms_enabled()
+    with pytest.raises(TypeError):
+        train.seed_everything(0, deterministic="yes")
+
+
+# --- the trainer
+
+def test_trainer_loss_falls_and_logs_every_step(tmp_path):
+    cfg = train.TrainConfig(steps=20, batch_size=8, seq_len=32, warmup=2, val_every=10, lr=1e-2)
+    records = train.Trainer(cfg, tmp_path, progress=False, echo=lambda m: None).run()
+    assert [r["step"] for r in records] == list(range(1, 21))
+    assert records[-1]["loss"] < records[0]["loss"] - 1.0
+    assert "val_loss" in records[9] and "val_loss" in records[19] and "val_loss" not in records[10]
+    lines = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert lines == records
+    assert set(lines[0]) >= {"step", "loss", "lr", "grad_norm", "tokens_per_s", "mfu"}
+
+
+def test_out_of_memory_halves_the_micro_batch(tmp_path, monkeypatch):
+    cfg = train.TrainConfig(steps=2, batch_size=8, seq_len=16, warmup=0, val_every=0)
+    messages = []
+    trainer = train.Trainer(cfg, tmp_path, progress=False, echo=messages.append)
+    forward = trainer.model.forward
+
+    def forward_that_ooms_on_big_batches(x):
+        if x.shape[0] > 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return forward(x)
+
+    monkeypatch.setattr(trainer.model, "forward", forward_that_ooms_on_big_batches)
+    records = trainer.run()
+    assert (trainer.micro, trainer.accum) == (2, 4)  # 8 = 2 x 4: the effective batch is kept
+    assert len(records) == 2 and all(np.isfinite(r["loss"]) for r in records)
+    assert sum("micro-batch halved" in m for m in messages) == 2
+
+
+def test_trainer_config_validation(tmp_path):
+    for bad in ({"steps": 0}, {"batch_size": 6, "accum": 4}, {"precision": "fp8"}, {"config": "huge"},
+                {"warmup": 500}, {"lr": -1.0}, {"optimizer": "lion"}):
+        with pytest.raises(ValueError):
+            train.TrainConfig(**bad).validate()
+    with pytest.raises(ValueError, match="torchrun"):
+        train.Trainer(train.TrainConfig(zero1=True, steps=2, warmup=0), tmp_path, progress=False)
+
+
+# --- the command line, end to end
+
+def _cli(*args, **kw):
+    return subprocess.Popen([sys.executable, "-m", "lecture_utils.train", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _losses(out: Path) -> dict[int, float]:
+    return {r["step"]: r["loss"] for r in map(json.loads, (out / "log.jsonl").read_text().splitlines())}
+
+
+def test_sigkill_then_resume_is_bit_exact(tmp_path):
+    common = ["--steps", "8", "--ckpt-every", "2", *FAST]
+    full = _cli(*common, "--out", str(tmp_path / "full"))
+    victim = _cli(*common, "--out", str(tmp_path / "killed"))
+    log = tmp_path / "killed" / "log.jsonl"
+    deadline = time.monotonic() + 120
+    while not (log.exists() and len(log.read_text().splitlines()) >= 5):  # past a checkpoint, mid-interval
+        assert victim.poll() is None and time.monotonic() < deadline, victim.communicate()
+        time.sleep(0.02)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    resume_from = train.read_checkpoint(tmp_path / "killed" / "checkpoint.pt")["step"]
+    assert 2 <= resume_from < 8
+    resumed = _cli(*common, "--out", str(tmp_path / "killed"), "--resume")
+    assert resumed.wait(120) == 0, resumed.communicate()
+    assert full.wait(120) == 0, full.communicate()
+    a = train.read_checkpoint(tmp_path / "full" / "checkpoint.pt")
+    b = train.read_checkpoint(tmp_path / "killed" / "checkpoint.pt")
+    assert a["step"] == b["step"] == 8
+    for name, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][name]), name  # bit-identical weights
+    full_losses, resumed_losses = _losses(tmp_path / "full"), _losses(tmp_path / "killed")
+    assert list(resumed_losses) == list(range(1, 9))  # no duplicated or missing steps
+    assert all(resumed_losses[s] == full_losses[s] for s in range(resume_from + 1, 9))
+
+
+@pytest.mark.parametrize(("args", "reason"), [
+    (["--steps", "0", "--out", "x"], "steps must be a positive int"),
+    (["--steps", "5", "--out", "x", "--config", "huge"], "invalid choice"),
+    (["--steps", "5"], "--out"),
+    (["--steps", "5", "--out", "x", "--warmup", "0", "--batch-size", "6", "--accum", "4"], "divisible"),
+    (["--steps", "5", "--out", "x", "--warmup", "0", "--device", "cuda:99"], "cuda"),
+    (["--steps", "5", "--out", "x", "--warmup", "0", "--zero1"], "torchrun"),
+])
+def test_bad_arguments_exit_2_with_one_line(args, reason, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        train.main(args)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and reason in err[0], err
+
+
+def test_resume_without_or_with_a_corrupt_checkpoint_is_a_clear_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        train.main(["--steps", "3", "--out", str(tmp_path), "--resume", *FAST])
+    assert exit_.value.code == 2 and "no checkpoint" in capsys.readouterr().err
+    (tmp_path / "checkpoint.pt").write_bytes(b"not a checkpoint at all")
+    with pytest.raises(SystemExit):
+        train.main(["--steps", "3", "--out", str(tmp_path), "--resume", *FAST])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "truncated or corrupt" in err[0]
