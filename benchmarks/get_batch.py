@@ -22,6 +22,7 @@ TARGET = 5.0
 
 def main() -> int:
     data = load_tokens(DATA_DIR / "tokens" / "train.bin")
+    torch.set_num_threads(1)  # a sampler is one thread's work; a busy second core would add noise
     ok = True
     t_vec = time_fn(get_batch, data, 64, 1024, "cpu", min_run_time=1.0)
     t_list = time_fn(get_batch_lecture, data, 64, 1024, "cpu", min_run_time=1.0)

@@ -135,9 +135,13 @@ def get_batch(data: np.ndarray, batch_size: int, seq_len: int, device: str | tor
     exist (``"cuda:99"``) raises instead of silently falling back.
     """
     device = get_device(device)
-    windows = sample_windows(data, batch_size, seq_len, generator)
-    x, y = windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
-    return _to_device(x, device), _to_device(y, device)
+    return _split(_to_device(sample_windows(data, batch_size, seq_len, generator), device))
+
+
+def _split(windows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T + 1) windows -> inputs and targets. The windows cross to the device once;
+    x and y overlap in all but one token, so copying them separately would double it."""
+    return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
 
 
 def get_batch_lecture(data, batch_size, seq_len, device):
@@ -164,6 +168,8 @@ class Prefetcher:
         _check_data(data)
         self.data, self.batch_size, self.seq_len = data, batch_size, seq_len
         self.device = get_device(device)
+        if generator is None:  # the worker thread must not share the global RNG with the caller
+            generator = torch.Generator().manual_seed(int(torch.randint(2**62, (1,)).item()))
         self.generator = generator
         sample_windows(data, batch_size, seq_len, torch.Generator())  # validate sizes now
         self.depth = _positive_int(depth, "depth")
@@ -177,23 +183,25 @@ class Prefetcher:
         try:
             while not self._stop.is_set():
                 windows = sample_windows(self.data, self.batch_size, self.seq_len, self.generator)
-                x, y = windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
                 event = None
                 if self._stream is not None:
                     with torch.cuda.stream(self._stream):
-                        x, y = _to_device(x, self.device), _to_device(y, self.device)
+                        x, y = _split(_to_device(windows, self.device))
                         event = torch.cuda.Event()
                         event.record(self._stream)
                 else:
-                    x, y = x.to(self.device), y.to(self.device)
-                while not self._stop.is_set():
-                    try:
-                        self._queue.put((x, y, event), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
+                    x, y = _split(windows.to(self.device))
+                self._put((x, y, event))
         except Exception as err:  # hand the error to the consumer instead of dying silently
-            self._queue.put(err)
+            self._put(err)
+
+    def _put(self, item) -> None:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
 
     def __iter__(self):
         return self

@@ -390,24 +390,24 @@ def mlp_activation_bytes(*, n_layers: int, width: int, batch: int,
 
 def mlp_peak_bytes(*, n_layers: int, width: int, batch: int, optimizer: str = "adamw",
                    dtype: str | torch.dtype = "float32") -> int:
-    """Predicted peak of a steady-state training step of ``Cruncher`` (grads set to None).
+    """Predicted peak of a steady-state training step of ``Cruncher`` (no ReLU, grads set to None).
 
-    The peak comes at the start of backward through the first hidden layer it reaches:
-    parameters, optimizer state and every saved activation are still alive, plus the
-    incoming gradient (B x D), the gradient being produced for the layer below (B x D)
-    and that layer's weight gradient (D x D). On a GPU, allocator rounding and cuBLAS
-    workspaces add a little on top.
+    The peak comes during backward through the last hidden layer. Alive then:
+    parameters, optimizer state, the L saved layer inputs (the head's input was freed as
+    soon as the head's backward ran), the gradient flowing in (B x D), the gradient being
+    produced for the layer below (B x D), and two weight gradients (D x D and the head's
+    D). Valid when the batch is larger than the width (B > D); for B < D the peak moves
+    into the end of backward or the optimizer step. On a GPU, allocator rounding and the
+    cuBLAS workspace add a few MB on top.
     """
-    model_bytes = as_dtype(dtype).itemsize
+    itemsize = as_dtype(dtype).itemsize
     d, b = _check_count(width, "width"), _check_count(batch, "batch")
     n_layers = _check_count(n_layers, "n_layers")
     name = _optimizer_name(optimizer)
-    n_params = n_layers * d * d + d
-    params = n_params * model_bytes
+    params = (n_layers * d * d + d) * itemsize
     state = OPTIMIZER_STATE_COPIES[name] * params + (4 * (n_layers + 1) if name in _STEP_COUNTERS else 0)
-    activations = mlp_activation_bytes(n_layers=n_layers, width=d, batch=b, dtype=dtype)
-    transient = (2 * b * d + d * d) * model_bytes
-    return params + state + activations + transient
+    live = (n_layers * b * d + 2 * b * d + d * d + d) * itemsize
+    return params + state + live
 
 
 def saved_tensor_bytes(fn, *inputs, exclude: list[torch.Tensor] | tuple = ()) -> tuple[int, list]:

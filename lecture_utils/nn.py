@@ -18,6 +18,10 @@ def _dim(value, what: str) -> int:
 def init_weight(d_in: int, d_out: int, *, device=None, dtype=None) -> torch.Tensor:
     """A (d_in, d_out) weight from a normal with std 1/sqrt(d_in), cut at +-3 std.
 
+    The cut removes the 0.27% of draws beyond 3 std, so the result's std is
+    0.9866 / sqrt(d_in) (variance 0.9733 / d_in): deep stacks of linear layers shrink
+    slowly, by that factor per layer.
+
     ``nn.init.trunc_normal_``'s ``a`` and ``b`` are *absolute* bounds, not multiples of
     std (the notes' ``a=-3, b=3`` with std 1/sqrt(d_in) cuts almost nothing), so the
     cut-offs are scaled by std here.

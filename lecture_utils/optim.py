@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 
 import torch
 from torch.optim import Optimizer
@@ -241,7 +242,16 @@ def zero_state_bytes(sizes: tuple[int, ...] = (256, 512, 512, 256), world_size: 
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     results = mp.get_context("spawn").SimpleQueue()
-    mp.start_processes(_zero_worker, args=(world_size, port, sizes, results), nprocs=world_size,
-                       start_method="spawn")
+    # "spawn" re-runs the parent's __main__ file in each worker. From a notebook there is
+    # none; from a plain script (a notebook's .py twin) there is, without a __main__
+    # guard, so hide it: the workers need only lecture_utils.
+    main = sys.modules["__main__"]
+    main_file = main.__dict__.pop("__file__", None)
+    try:
+        mp.start_processes(_zero_worker, args=(world_size, port, sizes, results), nprocs=world_size,
+                           start_method="spawn")
+    finally:
+        if main_file is not None:
+            main.__file__ = main_file
     rows = sorted(results.get() for _ in range(world_size))
     return [{"rank": r, "state_bytes": b, "params": n} for r, b, n in rows]

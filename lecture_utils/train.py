@@ -458,7 +458,24 @@ class Trainer:
                 self.save()
         if bar is not None:
             bar.close()
+        self._write_summary(records)
         return records
+
+    def _write_summary(self, records: list[dict]) -> None:
+        """``summary.json``: where the run ended and each process's optimizer-state bytes."""
+        from lecture_utils.optim import state_bytes
+
+        local = state_bytes(self.optimizer.optim if self.cfg.zero1 else self.optimizer)
+        per_rank = [local]
+        if self.distributed:
+            per_rank = [None] * self.world
+            dist.all_gather_object(per_rank, local)
+        if self.rank == 0:
+            summary = {"step": self.step, "world_size": self.world, "zero1": self.cfg.zero1,
+                       "optimizer_state_bytes_per_rank": per_rank,
+                       "params": sum(p.numel() for p in self.raw_model.parameters()),
+                       "final_loss": records[-1]["loss"] if records else None}
+            (self.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
     def save(self) -> None:
         save_checkpoint(self.out / CHECKPOINT, self.raw_model, self.optimizer, self.step,

@@ -4,6 +4,7 @@ import json
 import os
 import pickle
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -312,3 +313,42 @@ def test_resume_without_or_with_a_corrupt_checkpoint_is_a_clear_error(tmp_path, 
         train.main(["--steps", "3", "--out", str(tmp_path), "--resume", *FAST])
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "truncated or corrupt" in err[0]
+
+
+def test_two_gloo_processes_match_one_process_and_shard_adamw(tmp_path):
+    """torchrun with 2 CPU processes (DDP, gloo, --zero1) against 1 process, same global batch."""
+    common = ["--steps", "4", "--batch-size", "4", "--seq-len", "32", "--warmup", "1", "--val-every", "0",
+              "--no-progress", "--device", "cpu"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ddp = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                            "--master_addr=127.0.0.1", f"--master_port={port}", "-m", "lecture_utils.train",
+                            *common, "--zero1",
+                            "--out", str(tmp_path / "ddp")], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    single = _cli(*common, "--out", str(tmp_path / "one"), env=env)
+    assert single.wait(180) == 0, single.communicate()
+    try:
+        out, err = ddp.communicate(timeout=180)
+    finally:
+        ddp.kill()
+    assert ddp.returncode == 0, err
+    ddp_losses, one_losses = _losses(tmp_path / "ddp"), _losses(tmp_path / "one")
+    assert list(ddp_losses) == [1, 2, 3, 4]
+    for step, loss in one_losses.items():
+        assert ddp_losses[step] == pytest.approx(loss, rel=1e-5)
+    summary = json.loads((tmp_path / "ddp" / "summary.json").read_text())
+    full = json.loads((tmp_path / "one" / "summary.json").read_text())["optimizer_state_bytes_per_rank"][0]
+    per_rank = summary["optimizer_state_bytes_per_rank"]
+    assert summary["world_size"] == 2 and len(per_rank) == 2 and sum(per_rank) == full
+    assert all(abs(b / full - 0.5) < 0.2 for b in per_rank)  # whole tensors per rank: about half each
+    # The distributed checkpoint resumes in a single process, on the same trajectory.
+    for folder in ("ddp", "one"):
+        resumed = _cli(*[a if a != "4" or i != 1 else "6" for i, a in enumerate(common)], "--out",
+                       str(tmp_path / folder), "--resume", env=env)
+        assert resumed.wait(180) == 0, resumed.communicate()
+    ddp_losses, one_losses = _losses(tmp_path / "ddp"), _losses(tmp_path / "one")
+    assert list(ddp_losses) == list(range(1, 7))
+    assert ddp_losses[6] == pytest.approx(one_losses[6], rel=1e-5)

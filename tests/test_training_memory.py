@@ -82,7 +82,7 @@ def test_total_and_state_copies():
 def test_peak_formula_composition():
     L, D, B = 8, 2048, 8192
     params = (L * D * D + D) * 4
-    expected = params + 2 * params + 4 * (L + 1) + (L + 1) * B * D * 4 + (2 * B * D + D * D) * 4
+    expected = params + 2 * params + 4 * (L + 1) + (L * B * D + 2 * B * D + D * D + D) * 4
     assert mlp_peak_bytes(n_layers=L, width=D, batch=B) == expected
     assert mlp_peak_bytes(n_layers=L, width=D, batch=B, optimizer="sgd") == expected - 2 * params - 4 * (L + 1)
 
