@@ -433,7 +433,7 @@ check("attention term == QK^T + AV parts of the exact count",
 
 # %% [markdown]
 # Where the exact forward FLOPs of the tiny model go, per sequence. The vocabulary (8192) is
-# large next to $d_\text{model} = 128$, so the output layer dominates:
+# large next to $d_\text{model} = 64$, so the output layer dominates:
 
 # %%
 for part, flops in parts.items():

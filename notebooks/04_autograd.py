@@ -1,0 +1,847 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python (pytorch-resource-accounting)
+#     language: python
+#     name: pytorch-resource-accounting
+# ---
+
+# %% [markdown]
+# # 04 · Autograd: what the backward pass costs
+#
+# Notebook 03 took "backward costs twice the forward pass" on trust to get $6ND$. This one
+# opens up autograd and prices it in both currencies, FLOPs and bytes. It covers §4.1–§4.3
+# of the lecture notes, the "backward = 2 × forward" step of §3.3, and self-test
+# question Q1:
+#
+# 1. **§4.1**: one parameter, $y = \tfrac12(xw - 5)^2$. The gradient formula needs values
+#    from the forward pass, which is why autograd keeps them; and gradients *accumulate*
+#    in `.grad` until you zero them.
+# 2. **§4.2 (and §3.3)**: backward is two matmuls per linear layer, each as large as the
+#    forward one. Checked by hand, then counted exactly on the lecture's toy MLP: 2× per
+#    layer, except the first layer, which costs 1×. Then timed.
+# 3. **§4.3**: every parameter gets a `.grad` of its own shape and dtype. Activation memory
+#    is measured exactly (what autograd saves, tensor by tensor), the whole training bill
+#    is predicted to the byte for four optimizers, and we find where in a step memory
+#    peaks, on the CPU exactly and on a GPU with the allocator. Last, what
+#    `zero_grad(set_to_none=True)` saves.
+#
+# Every claim prints a `✓` line: it is an assertion, so the notebook fails if a claim is
+# wrong. Lines starting with `[measured]` depend on the machine. The notebook runs on a
+# CPU and on a CUDA GPU; cells that need a GPU say so and are skipped elsewhere. Counting
+# FLOPs and bytes does not depend on the device, so those cells run on the CPU everywhere.
+
+# %%
+from lecture_utils import setup
+device = setup()
+
+# %%
+import weakref
+from collections import Counter
+from fractions import Fraction
+from itertools import pairwise
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from lecture_utils import check, check_raises, cuda_only, measured
+from lecture_utils.bench import time_fn
+from lecture_utils.flops import count_flops, matmul_flops
+from lecture_utils.memory import (
+    format_bytes,
+    measure_training_memory,
+    mlp_activation_bytes,
+    mlp_peak_bytes,
+    predict_training_memory,
+    saved_tensor_bytes,
+    tensor_bytes,
+)
+from lecture_utils.models import GPT, Cruncher, GPTConfig
+from lecture_utils.nn import Linear
+
+ON_GPU = device.type == "cuda"
+CPU = torch.device("cpu")
+
+# %% [markdown]
+# ## §4.1 Forward and backward
+#
+# The notes' smallest example has one input $x$ and one parameter $w$:
+#
+# $$y = \tfrac12 (xw - 5)^2, \qquad \frac{\partial y}{\partial w} = (xw - 5)\,x.$$
+#
+# During the forward pass PyTorch records each operation in a graph, together with the
+# tensors its backward formula will need. `torch.autograd.graph.saved_tensors_hooks` lets
+# us watch that happen: every tensor saved for backward passes through the *pack* hook.
+# With $x = 2$ and $w = 4$:
+
+# %%
+x = torch.tensor(2.0)                       # data: no gradient wanted
+w = torch.tensor(4.0, requires_grad=True)   # a parameter
+saved = []
+
+
+def pack(t):
+    saved.append(t.item())
+    return t
+
+
+with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    y = 0.5 * (x * w - 5) ** 2
+
+y.backward()
+check("y = 0.5 * (2*4 - 5)**2", y.item(), 4.5)
+check("values saved for backward: x and (xw - 5)", saved, [2.0, 3.0])
+check("w.grad == (xw - 5) * x", w.grad.item(), (2.0 * 4.0 - 5) * 2.0)
+check("...which is the product of the two saved values", w.grad.item(), saved[1] * saved[0])
+
+# %% [markdown]
+# The two saved values are exactly the two factors of the gradient formula: `x * w` saved
+# $x$ (the gradient of $xw$ with respect to $w$ is $x$), and `** 2` saved its input
+# $xw - 5$ (the derivative of $u^2$ is $2u$). Nothing else was kept: the constant 0.5
+# and the subtraction need no tensors. **This is why activations exist**: a gradient
+# formula uses values from the forward pass, so they must stay in memory until backward
+# has used them. Once it has, autograd frees them, and the same graph cannot be run
+# backward a second time:
+
+# %%
+check_raises("backward through the same graph again", RuntimeError, y.backward)
+check("w.grad is untouched by the failed call", w.grad.item(), 6.0)
+
+# %% [markdown]
+# ### Gradients accumulate
+#
+# `backward()` does not *write* `w.grad`, it *adds* to it. Two forward-backward passes
+# give twice the gradient, until you zero it:
+
+# %%
+def forward_backward():
+    (0.5 * (x * w - 5) ** 2).backward()
+
+
+history = [w.grad.item()]        # after one backward(), from the cell above
+forward_backward()
+history.append(w.grad.item())    # after two
+w.grad.zero_()
+history.append(w.grad.item())    # zeroed
+forward_backward()
+history.append(w.grad.item())    # one more, from zero
+check("w.grad after 1 call, 2 calls, zeroing, 1 more call", history, [6.0, 12.0, 0.0, 6.0])
+
+# %% [markdown]
+# Accumulation is a feature: summing the gradients of several micro-batches before one
+# optimizer step (gradient accumulation) needs nothing more than calling `backward()`
+# several times. It is also the classic bug of a training loop that forgets `zero_grad()`.
+# The end of this notebook comes back to the two ways of zeroing.
+
+# %% [markdown]
+# ## §4.2 Why backward costs about twice the forward pass (the $4ND$ of §3.3)
+#
+# Take one linear layer $H = XW$ with $X$ of shape $(B, D)$ and $W$ of shape $(D, K)$, and
+# let $G = \partial L / \partial H$ be the gradient arriving from above. Backward answers
+# two questions with two matmuls:
+#
+# $$\nabla_W = X^\top G \quad (D \times B)(B \times K), \qquad
+#   \nabla_X = G W^\top \quad (B \times K)(K \times D).$$
+#
+# The first tells the optimizer how to change $W$; the second passes the blame on to the
+# layer below. Each is a $B \cdot D \cdot K$ multiply-add, exactly the size of the forward
+# $XW$, so backward is $2 \times 2BDK = 4BDK$ FLOPs. Note also what each one needs: $X$ for
+# $\nabla_W$ (a saved activation) and $W$ for $\nabla_X$ (a parameter, kept anyway).
+#
+# By hand against autograd, with $G$ random (we call `H.backward(G)`):
+
+# %%
+B, D, K = 32, 64, 48
+X = torch.randn(B, D, requires_grad=True)
+W = torch.randn(D, K, requires_grad=True)
+H = X @ W
+G = torch.randn(B, K)
+H.backward(G)
+
+grad_W = X.detach().T @ G
+grad_X = G @ W.detach().T
+check("grad_W = X^T G (by hand) vs autograd", grad_W, W.grad, rel=1e-5, abs=1e-5)
+check("grad_X = G W^T (by hand) vs autograd", grad_X, X.grad, rel=1e-5, abs=1e-5)
+check("shapes: grad_W like W, grad_X like X", (grad_W.shape, grad_X.shape), (W.shape, X.shape))
+
+forward_flops = matmul_flops(B, D, K)
+counted = {name: count_flops(torch.matmul, a, b, backward=False).forward
+           for name, (a, b) in {"forward X @ W": (X, W), "grad_W X^T @ G": (X.T, G),
+                                "grad_X G @ W^T": (G, W.T)}.items()}
+for name, flops in counted.items():
+    check(f"{name}: FLOPs == 2BDK", flops, forward_flops)
+
+# %% [markdown]
+# ### Counting a whole network
+#
+# The lecture's toy model is `Cruncher`: `n_layers` bias-free `Linear(width, width)`
+# layers ($y = xW$) and a `Linear(width, 1)` head. We count what really runs with
+# `count_flops` (which wraps `torch.utils.flop_counter.FlopCounterMode`) for 4 layers of
+# width 64 and a batch of 32. The counter reports the backward pass as one total and the
+# forward pass per module, so we predict the backward total from the forward counts:
+# twice each layer's forward, **except the first layer**, whose input is the data batch.
+# Nobody needs a gradient for the data, so autograd skips its $\nabla_X$ and that layer
+# pays only $\nabla_W$: 1× its forward.
+
+# %%
+L, D, B = 4, 64, 32
+model = Cruncher(D, L, device=CPU)
+x = torch.randn(B, D)  # data: requires_grad=False
+flops = count_flops(model, x)
+
+layer_fwd = matmul_flops(B, D, D)
+head_fwd = matmul_flops(B, D, 1)
+expected_fwd = {f"Cruncher.layers.{i}": layer_fwd for i in range(L)} | {"Cruncher.final": head_fwd}
+multiple = {name: 1 if name == "Cruncher.layers.0" else 2 for name in expected_fwd}
+
+print(f"{'module':<19} {'forward':>9} {'backward':>9} {'x':>3}")
+for name, fwd in expected_fwd.items():
+    print(f"{name:<19} {flops.by_module[name]:>9,} {multiple[name] * fwd:>9,} {multiple[name]:>3}")
+expected_bwd = sum(multiple[name] * fwd for name, fwd in expected_fwd.items())
+print(f"{'total':<19} {flops.forward:>9,} {flops.backward:>9,}")
+
+check("forward per module == 2BDK (layers), 2BD (head)",
+      {k: v for k, v in flops.by_module.items() if k != "Cruncher"}, expected_fwd)
+check("forward total", flops.forward, L * layer_fwd + head_fwd)
+check("backward total == 1x first layer + 2x the rest", flops.backward, expected_bwd)
+check("...== 2 x forward - the first layer's forward", flops.backward, 2 * flops.forward - layer_fwd)
+check("nothing uncounted", flops.uncounted_ops, ())
+
+# %% [markdown]
+# Now let the input require a gradient (as it does for every layer but the first, whose
+# input comes out of another layer). The first layer's $\nabla_X$ comes back, and the
+# ratio is exactly 2:
+
+# %%
+x_grad = torch.randn(B, D, requires_grad=True)
+flops_all = count_flops(model, x_grad)
+check("same forward", flops_all.forward, flops.forward)
+check("input requires grad: backward == 2 x forward", flops_all.backward, 2 * flops_all.forward)
+check("...the difference is the first layer's grad_X", flops_all.backward - flops.backward,
+      layer_fwd)
+
+# %% [markdown]
+# The notes call the first-layer saving negligible "in a network of dozens of layers".
+# That is right, but the ratio approaches 2 only as $2 - 1/L$ (the small head adds a
+# little), so a shallow stack is visibly below 2. In a transformer the saving does not
+# even exist: the first matmul's input is an embedding lookup, and the embedding table is
+# a parameter, so its gradient must flow all the way down. `count_flops` on the course's
+# GPT (small shapes, explicit attention) finds backward exactly 2× the forward, which is
+# §3.3's $4ND = 2 \times 2ND$ (counting matmuls; `FlopCounterMode` counts elementwise work
+# as zero).
+
+# %%
+ratios, formula = {}, {}
+for n_layers in (1, 2, 4, 8, 16, 32, 64):
+    c = count_flops(Cruncher(16, n_layers, device=CPU), torch.randn(4, 16))
+    ratios[n_layers] = Fraction(c.backward, c.forward)
+    # in units of 2BD: forward L*D + 1 (head), backward D + 2(L-1)D + 2
+    formula[n_layers] = Fraction((2 * n_layers - 1) * 16 + 2, n_layers * 16 + 1)
+print("layers L:          " + " ".join(f"{n:>6}" for n in ratios))
+print("backward/forward   " + " ".join(f"{float(r):>6.3f}" for r in ratios.values()))
+print("2 - 1/L            " + " ".join(f"{2 - 1 / n:>6.3f}" for n in ratios))
+check("ratio == ((2L-1)D + 2) / (LD + 1) for every L (exact fractions)", ratios, formula)
+check("always below 2 when the data is the first input", max(ratios.values()) < 2, True)
+
+cfg = GPTConfig(vocab_size=256, seq_len=32, n_layers=2, d_model=64, n_heads=4)  # math attention
+gpt_flops = count_flops(GPT(cfg), torch.randint(0, cfg.vocab_size, (2, cfg.seq_len)))
+check("GPT (math attention): backward == 2 x forward", gpt_flops.backward, 2 * gpt_flops.forward)
+check("GPT: nothing uncounted", gpt_flops.uncounted_ops, ())
+
+# %% [markdown]
+# ### Timed
+#
+# FLOPs are not seconds. We time the forward pass (which also builds the graph) and the
+# backward pass separately with `torch.utils.benchmark` (through `time_fn`), on a larger
+# Cruncher whose input requires grad, so the FLOP ratio is exactly 2. To time backward
+# alone, the graph is kept (`retain_graph=True`) and the gradients are dropped before
+# each call. Width and batch 512 on a CPU, 4096 on a GPU.
+
+# %%
+def time_forward_backward(width, n_layers=4):
+    """Median seconds of forward and of backward alone (graph kept, grads dropped)."""
+    model = Cruncher(width, n_layers, device=device)
+    x = torch.randn(width, width, device=device, requires_grad=True)  # batch = width
+    loss = model(x).sum()
+
+    def backward_only():
+        model.zero_grad(set_to_none=True)
+        x.grad = None
+        loss.backward(retain_graph=True)
+
+    return time_fn(model, x, min_run_time=0.1), time_fn(backward_only, min_run_time=0.1)
+
+
+T_WIDTH = 4096 if ON_GPU else 512
+t_forward, t_backward = time_forward_backward(T_WIDTH)
+if ON_GPU:
+    torch.cuda.empty_cache()
+with torch.device("meta"):  # shapes only: counting needs no data and no memory
+    t_flops = count_flops(Cruncher(T_WIDTH, 4), torch.randn(T_WIDTH, T_WIDTH, requires_grad=True))
+check("FLOP ratio backward / forward at this shape", t_flops.backward / t_flops.forward, 2.0)
+measured(f"forward, width = batch = {T_WIDTH}", t_forward * 1e3, "ms")
+measured("backward", t_backward * 1e3, "ms")
+measured("backward / forward time", t_backward / t_forward)
+
+# %% [markdown]
+# Expect a time ratio near 2 but not exactly 2: the backward matmuls use transposed
+# operands ($X^\top G$, $G W^\top$), which some kernels run at a different speed, and
+# backward also accumulates the weight gradients and runs small elementwise kernels that
+# the FLOP count ignores.
+
+# %% [markdown]
+# ## §4.3 Gradients take memory
+#
+# After `backward()`, every trainable parameter that took part in the loss has a `.grad`
+# with its own shape and dtype. We check every parameter of an fp32 and a bf16 Cruncher:
+
+# %%
+for dtype in (torch.float32, torch.bfloat16):
+    m = Cruncher(32, 3, device=CPU, dtype=dtype)
+    m(torch.randn(8, 32, dtype=dtype)).sum().backward()
+    same = [(p.grad.shape, p.grad.dtype) == (p.shape, p.dtype) for p in m.parameters()]
+    check(f"{dtype}: every .grad has its parameter's shape and dtype", same, [True] * 4)
+    check(f"{dtype}: gradient bytes == parameter bytes",
+          sum(tensor_bytes(p.grad) for p in m.parameters()),
+          sum(tensor_bytes(p) for p in m.parameters()))
+
+# %% [markdown]
+# The notes say every trainable parameter gets one. More precisely: every parameter that
+# *took part* in the loss. One that did not keeps `grad = None` (and optimizers skip it):
+
+# %%
+m = Cruncher(32, 3, device=CPU)
+m.unused = nn.Parameter(torch.zeros(32))
+m(torch.randn(8, 32)).sum().backward()
+check("a parameter the loss never touched", m.unused.grad, None)
+
+# %% [markdown]
+# ### Activation memory, measured exactly
+#
+# The notes estimate the activations of an MLP with $L$ layers of width $D$ at batch $B$
+# as $B \cdot L \cdot D$ numbers: "every layer's output is kept for backward". Let's see
+# what autograd actually keeps. `saved_tensor_bytes` runs a function under
+# `saved_tensors_hooks` and lists each tensor saved for backward (counting each storage
+# once). First with nothing excluded:
+
+# %%
+L, D, B = 4, 64, 32
+model = Cruncher(D, L, device=CPU)
+x = torch.randn(B, D)
+names = {x.data_ptr(): "x (the data batch)"}
+names |= {p.data_ptr(): f"weight {name}" for name, p in model.named_parameters()}
+
+everything = []
+
+
+def remember(t):
+    everything.append(names.get(t.data_ptr(), f"activation {tuple(t.shape)}"))
+    return t
+
+
+with torch.autograd.graph.saved_tensors_hooks(remember, lambda t: t):
+    out = model(x)
+print("\n".join(everything))
+check("tensors saved", Counter(n.split()[0] for n in everything),
+      Counter({"activation": L, "weight": L, "x": 1}))
+check("is layers.0.weight among them?", "weight layers.0.weight" in everything, False)
+
+# %% [markdown]
+# Each matmul $h_{i+1} = h_i W_i$ saves what its two backward matmuls need: its input
+# $h_i$ (for $\nabla_W$) and its weight $W_i$ (for $\nabla_X$). Three details:
+#
+# * **The weights cost nothing extra**: a saved weight is a reference to the parameter,
+#   which is in memory anyway. (The first layer does not even save its weight: it will
+#   not compute $\nabla_X$.) `saved_tensor_bytes(..., exclude=params)` skips them.
+# * **There are $L + 1$ saved inputs, not $L$**: $x, h_1, \dots, h_L$, one per matmul,
+#   and the head is a matmul too. The notes' "each layer's output" counts $h_1 \dots h_L$
+#   and forgets the data batch $x$, which the first layer saves as its input.
+# * **The last layer's output is not saved**: a matmul keeps its *input*; nothing needs
+#   its output (here the head's $(B, 1)$ result).
+#
+# So the exact count is $(L + 1) \cdot B \cdot D$ elements, and the notes' $B \cdot L \cdot
+# D$ is exactly what autograd keeps *beyond the data batch*:
+
+# %%
+params = list(model.parameters())
+act_bytes, act_saved = saved_tensor_bytes(model, x, exclude=params)
+beyond_data, _ = saved_tensor_bytes(model, x, exclude=params + [x])
+lecture_estimate = B * L * D * 4
+check("saved activations (params excluded), bytes", act_bytes, (L + 1) * B * D * 4)
+check("== mlp_activation_bytes", act_bytes, mlp_activation_bytes(n_layers=L, width=D, batch=B))
+check("all of them (B, D) float32", act_saved, [((B, D), torch.float32)] * (L + 1))
+check("the lecture's B*L*D*4", lecture_estimate, 32_768)
+check("exact / lecture estimate == (L + 1) / L", act_bytes / lecture_estimate, (L + 1) / L)
+check("beyond the data batch: exactly B*L*D*4", beyond_data, lecture_estimate)
+
+# %% [markdown]
+# ### The constant depends on the layer's operations
+#
+# The lecture's Cruncher has no nonlinearity. Add one and the answer depends on *what
+# the nonlinearity's backward needs*:
+#
+# * `relu` saves its **output** (the derivative is 1 where the output is positive). That
+#   output is the next matmul's input, which is saved anyway: the same storage, no extra
+#   bytes. The same holds for `tanh` and `sigmoid`, whose derivatives are functions of
+#   their outputs.
+# * `gelu` saves its **input**, the matmul's output, which nothing else keeps: one more
+#   $B \times D$ tensor per layer. So does an elementwise square `h * h`.
+#
+# We count both the references autograd takes and the distinct bytes:
+
+# %%
+ACTIVATIONS = {"none (the lecture's)": None, "relu": F.relu, "tanh": torch.tanh,
+               "sigmoid": torch.sigmoid, "gelu": F.gelu, "square h*h": lambda h: h * h}
+
+
+def mlp_with(act, model):
+    def forward(x):
+        for layer in model.layers:
+            x = layer(x)
+            x = x if act is None else act(x)
+        return model.final(x).squeeze(-1)
+    return forward
+
+
+def count_references(fn, x, skip):
+    refs = []
+
+    def note(t):
+        refs.append(t.untyped_storage().data_ptr() not in skip)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(note, lambda t: t):
+        fn(x)
+    return sum(refs)
+
+
+skip = {p.untyped_storage().data_ptr() for p in params}
+per_layer = {}
+print(f"{'nonlinearity':<21} {'references':>10} {'bytes':>8} {'B*D*4 units':>12}")
+for label, act in ACTIVATIONS.items():
+    n_bytes, _ = saved_tensor_bytes(mlp_with(act, model), x, exclude=params)
+    refs = count_references(mlp_with(act, model), x, skip)
+    per_layer[label] = n_bytes // (B * D * 4)
+    print(f"{label:<21} {refs:>10} {n_bytes:>8,} {per_layer[label]:>12}")
+
+relu_model = Cruncher(D, L, relu=True, device=CPU)
+check("Cruncher(relu=True) saves the same bytes as Cruncher",
+      saved_tensor_bytes(relu_model, x, exclude=list(relu_model.parameters()))[0], act_bytes)
+check("B*D*4 units saved: relu, tanh, sigmoid add nothing",
+      [per_layer[k] for k in ("relu", "tanh", "sigmoid")], [L + 1] * 3)
+check("gelu and h*h add one B*D per layer",
+      [per_layer[k] for k in ("gelu", "square h*h")], [2 * L + 1] * 2)
+
+# %% [markdown]
+# `relu` takes four more references than no nonlinearity at all, yet costs zero bytes;
+# `gelu` nearly doubles the activation memory. In a transformer block every op (norms,
+# softmax, GELU, attention) adds its own term, which is why the notes defer the exact
+# transformer count to assignment 1: "activations ∝ $B \cdot L \cdot D$" is right, but
+# the constant in front has to be counted for the ops you use.
+
+# %% [markdown]
+# ### The whole bill, predicted and measured to the byte
+#
+# The notes' list: parameters + gradients + optimizer state + activations (+ temporary
+# buffers and the allocator's cache, which we come to below). `predict_training_memory`
+# computes the first three from the parameters alone: one gradient per parameter, and
+# 0 (SGD), 1 (momentum) or 2 (Adam, AdamW: $m$ and $v$) state copies of it, plus the
+# 4-byte `step` counter that `torch.optim`'s Adam keeps per parameter tensor. The
+# activations come from `mlp_activation_bytes`. `measure_training_memory` runs one real
+# step and adds up the tensors that exist: saved activations, `.grad`s, and every tensor
+# in `optimizer.state`.
+
+# %%
+OPTIMIZERS = {
+    "sgd": lambda ps: torch.optim.SGD(ps, lr=1e-3),
+    "momentum": lambda ps: torch.optim.SGD(ps, lr=1e-3, momentum=0.9),
+    "adam": lambda ps: torch.optim.Adam(ps, lr=1e-3),
+    "adamw": lambda ps: torch.optim.AdamW(ps, lr=1e-3),
+}
+L, D, B = 4, 64, 32
+acts = mlp_activation_bytes(n_layers=L, width=D, batch=B)
+bills = {}
+for name, make in OPTIMIZERS.items():
+    model = Cruncher(D, L, device=CPU)
+    predicted = predict_training_memory(model, optimizer=name, activations=acts)
+    measured_bill = measure_training_memory(model, torch.randn(B, D), make(model.parameters()))
+    check(f"{name}: predicted == measured", predicted, measured_bill)
+    bills[name] = measured_bill
+
+print(f"\n{'optimizer':<9} {'params':>9} {'grads':>9} {'opt state':>9} {'activations':>11}"
+      f" {'total':>22}")
+for name, bill in bills.items():
+    print(f"{name:<9} {bill.params:>9,} {bill.grads:>9,} {bill.optimizer_state:>9,} "
+          f"{bill.activations:>11,} {format_bytes(bill.total):>22}")
+
+n_tensors = L + 1
+P = bills["sgd"].params
+check("params == grads (fp32)", (bills["adamw"].params, bills["adamw"].grads), (P, P))
+check("state: 0, 1, 2, 2 copies (+ 4 B step counters per tensor for Adam)",
+      [bills[k].optimizer_state for k in OPTIMIZERS], [0, P, 2 * P + 4 * n_tensors,
+                                                       2 * P + 4 * n_tensors])
+
+# %% [markdown]
+# With the notes' rule of thumb "$4 \times$ (params + activations + grads + state)" this is
+# the same sum: every number here is 4 bytes. The `step` counters are the only thing the
+# rule of thumb leaves out, and at 4 bytes per tensor they never matter.
+#
+# ### Only the activations grow with the batch
+#
+# The same model (width 64, 4 layers, AdamW), measured at batch sizes from 1 to 4096:
+
+# %%
+BATCHES = [1, 4, 16, 64, 256, 1024, 4096]
+model = Cruncher(D, L, device=CPU)
+by_batch = {b: measure_training_memory(model, torch.randn(b, D), torch.optim.AdamW(
+    model.parameters())) for b in BATCHES}
+fixed = {(m.params, m.grads, m.optimizer_state) for m in by_batch.values()}
+check("distinct (params, grads, state) across the batch sizes", len(fixed), 1)
+check("activations == (L + 1) * B * D * 4 at every batch",
+      [m.activations for m in by_batch.values()], [(L + 1) * b * D * 4 for b in BATCHES])
+crossover = next(b for b in BATCHES if by_batch[b].activations > by_batch[b].params)
+check("activations outweigh the params above B = (LD + 1)/(L + 1) = 51.4: first such B",
+      crossover, min(b for b in BATCHES if b > (L * D + 1) / (L + 1)))
+
+fig, ax = plt.subplots(figsize=(7.0, 3.8))
+for field, style in (("params", "s-"), ("grads", "x--"), ("optimizer_state", "^-"),
+                     ("activations", "o-")):
+    ax.plot(BATCHES, [getattr(by_batch[b], field) for b in BATCHES], style,
+            label=field.replace("_", " "))
+ax.plot(BATCHES, [by_batch[b].total for b in BATCHES], "k:", label="total")
+ax.set_xscale("log", base=2)
+ax.set_yscale("log", base=2)
+ax.set_xlabel("batch size B")
+ax.set_ylabel("bytes (measured)")
+ax.set_title(f"Cruncher(width={D}, n_layers={L}), AdamW: only activations grow with B",
+             loc="left")
+ax.legend(frameon=False)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# That is the notes' point: activations are the only term that grows with $B$, which is
+# why "lower the batch size" is the first fix for an out-of-memory error, and why it stops
+# helping once the fixed part alone does not fit.
+#
+# ### Where a step peaks
+#
+# The bill above adds up tensors that never all exist at once. `zero_grad(set_to_none=True)`
+# frees the gradients before the forward pass; backward then makes them one layer at a
+# time while it frees the saved activations one layer at a time. The number that decides
+# whether a step fits is the **peak** of live tensor bytes. We can measure it exactly on the CPU: a small `TorchDispatchMode`
+# sees every tensor any op creates, forward and backward, and a `weakref.finalize` on the
+# tensor's storage tells us when it is freed.
+
+# %%
+class LiveBytes(TorchDispatchMode):
+    """Tracks the bytes of live tensor storages and their peak, and what was live then."""
+
+    def __init__(self, existing=()):
+        super().__init__()
+        self.live, self.current, self.peak, self.at_peak = {}, 0, 0, Counter()
+        for t in existing:
+            self._track(t)
+
+    def _track(self, t):
+        storage = t.untyped_storage()
+        if id(storage) in self.live:  # an in-place op or a view: nothing new
+            return
+        self.live[id(storage)] = (storage.nbytes(), tuple(t.shape))
+        self.current += storage.nbytes()
+        if self.current > self.peak:
+            self.peak, self.at_peak = self.current, Counter(s for _, s in self.live.values())
+        weakref.finalize(storage, self._free, id(storage)).atexit = False
+
+    def _free(self, key):
+        self.current -= self.live.pop(key)[0]
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor):
+                self._track(t)
+        return out
+
+
+def train_step(model, x, opt, set_to_none=True):
+    opt.zero_grad(set_to_none=set_to_none)
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    opt.step()
+
+
+def step_peak(n_layers, width, batch, set_to_none=True):
+    """Peak live bytes of one steady-state AdamW step (after a warm-up step)."""
+    model = Cruncher(width, n_layers, device=CPU)
+    x = torch.randn(batch, width)
+    opt = torch.optim.AdamW(model.parameters())
+    train_step(model, x, opt, set_to_none)  # warm-up: creates the AdamW state
+    tracker = LiveBytes([x, *model.parameters(), *(p.grad for p in model.parameters()),
+                         *(t for s in opt.state.values() for t in s.values())])
+    with tracker:
+        train_step(model, x, opt, set_to_none)
+    return tracker
+
+
+L, D, B = 4, 64, 256
+peak = step_peak(L, D, B)
+P = (L * D * D + D) * 4
+steps = 4 * (L + 1)
+print(f"live at the peak (shape: count): {dict(sorted(peak.at_peak.items()))}")
+check("(B, D) tensors live at the peak", peak.at_peak[(B, D)], L + 2)
+check("(D, D) tensors: L weights + 2L AdamW moments + 1 fresh gradient",
+      peak.at_peak[(D, D)], 3 * L + 1)
+exact = 3 * P + steps + 4 * ((L + 2) * B * D + D * D + D) + 8
+check("peak == params + AdamW state + 4*((L+2)BD + D^2 + D) + 8", peak.peak, exact)
+bill_total = predict_training_memory(Cruncher(D, L, device=CPU), optimizer="adamw",
+                                     activations=mlp_activation_bytes(n_layers=L, width=D,
+                                                                      batch=B)).total
+check("the bill's total", bill_total, 4 * P + steps + 4 * (L + 1) * B * D)
+check("peak - bill == transients - the gradients not yet made", peak.peak - bill_total,
+      (4 * (B * D + D * D + D) + 8) - P)
+
+
+def exact_peak_over_bill(n_layers, width, batch):
+    p = (n_layers * width * width + width) * 4
+    peak = 3 * p + 4 * (n_layers + 1) + 4 * ((n_layers + 2) * batch * width + width**2 + width) + 8
+    return peak / (4 * p + 4 * (n_layers + 1) + 4 * (n_layers + 1) * batch * width)
+
+
+check("by the same count, the GPU cell's shape: peak / bill", exact_peak_over_bill(8, 2048, 8192),
+      0.956, rel=1e-3)
+
+# %% [markdown]
+# The peak comes in the backward pass, in the last hidden layer's node: its two matmuls
+# have just produced $\nabla_X$ $(B, D)$ and $\nabla_W$ $(D, D)$ while the gradient they
+# consumed $(B, D)$ is still alive, and the saved inputs $x, h_1, \dots, h_{L-1}$ are still
+# waiting. The head's saved input $h_L$ is already gone: autograd frees a node's saved
+# tensors as soon as the node has run. So at the peak:
+#
+# * parameters and AdamW's $m$, $v$ (and step counters): $3P$;
+# * $(L + 2)$ tensors of shape $(B, D)$: $L$ saved inputs, the incoming and the outgoing
+#   gradient;
+# * one $(D, D)$ weight gradient; earlier gradients were freed by
+#   `zero_grad(set_to_none=True)`, and only the head's $(D, 1)$ one exists yet;
+# * the scalar loss and the seed gradient that backward started from (4 bytes each).
+#
+# This holds while $B > D$; with $B \ll D$ the gradients, which grow by $D^2$ per layer as
+# backward proceeds, outweigh the activations it frees, and the peak moves later in the
+# step. Note that the peak is *not* the bill's total. The gradients and the activations
+# mostly take turns (only one $(D, D)$ gradient exists at the peak), but the peak has
+# transients the bill does not list: one more $(B, D)$ gradient and that $(D, D)$ one.
+# Here the two effects nearly cancel; for the shape of the GPU cell below ($B = 4D$ again,
+# but 8 layers of width 2048) the same count puts the peak 4% under the bill.
+#
+# On a GPU the caching allocator keeps its own books: `torch.cuda.max_memory_allocated()`
+# is the peak of allocated blocks (rounded up to 512 bytes), and it includes the cuBLAS
+# workspace, tens of MiB that cuBLAS keeps for its matmuls. The cell below runs one
+# steady-state AdamW step of a Cruncher of width 2048 with 8 layers at batch 8192 and
+# compares the allocator's peak with the course's prediction `mlp_peak_bytes` (within 5%)
+# and with the exact count of this section (a floor: the allocator can only add to it).
+
+# %%
+if cuda_only(device, "the peak memory of an AdamW step, against the prediction"):
+    G_L, G_D, G_B = 8, 2048, 8192
+    torch.cuda.empty_cache()
+    g_model = Cruncher(G_D, G_L, device=device)
+    g_x = torch.randn(G_B, G_D, device=device)
+    g_opt = torch.optim.AdamW(g_model.parameters())
+    train_step(g_model, g_x, g_opt)  # warm-up: creates AdamW's state and cuBLAS's workspace
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    train_step(g_model, g_x, g_opt)
+    torch.cuda.synchronize()
+    g_peak = torch.cuda.max_memory_allocated()
+    g_predicted = mlp_peak_bytes(n_layers=G_L, width=G_D, batch=G_B, optimizer="adamw")
+    g_P = (G_L * G_D * G_D + G_D) * 4
+    g_floor = 3 * g_P + 4 * ((G_L + 2) * G_B * G_D + G_D * G_D + G_D)
+    measured("peak allocated, one AdamW step", format_bytes(g_peak))
+    measured("mlp_peak_bytes prediction", format_bytes(g_predicted))
+    measured("measured / predicted", g_peak / g_predicted)
+    measured("exact count of live tensors (this notebook)", format_bytes(g_floor))
+    measured("allocator extras above it (workspace, rounding)", format_bytes(g_peak - g_floor))
+    assert abs(g_peak / g_predicted - 1) < 0.05, (g_peak, g_predicted)
+    assert g_peak >= g_floor, (g_peak, g_floor)
+    del g_model, g_x, g_opt
+    torch.cuda.empty_cache()
+
+# %% [markdown]
+# ### Zeroing the gradients: `set_to_none=True` or in place?
+#
+# `optimizer.zero_grad()` has two modes. `set_to_none=True` (the default since PyTorch 2.0)
+# drops every `.grad`; `set_to_none=False` keeps the tensors and writes zeros into them.
+# The gradients that come out of the next backward are identical; what differs is the
+# work and the memory. We watch every aten op with a small dispatch mode, as in
+# notebook 03.
+
+# %%
+class OpLog(TorchDispatchMode):
+    """Records (op name, bytes of its distinct tensor arguments) for every aten op."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        tensors = {t.untyped_storage().data_ptr(): t.nbytes for t in tree_flatten(args)[0]
+                   if isinstance(t, torch.Tensor)}
+        self.ops.append((str(func.overloadpacket).removeprefix("aten."), sum(tensors.values())))
+        return out
+
+    def count(self, name):
+        return sum(1 for op, _ in self.ops if op == name), sum(b for op, b in self.ops if op == name)
+
+
+L, D, B = 4, 64, 32
+model = Cruncher(D, L, device=CPU)
+x = torch.randn(B, D)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+grad_bytes = sum(tensor_bytes(p) for p in model.parameters())
+
+
+def held():
+    return sum(tensor_bytes(p.grad) for p in model.parameters() if p.grad is not None)
+
+
+model(x).sum().backward()
+reference = [p.grad.clone() for p in model.parameters()]
+results = {}
+for set_to_none in (False, True):
+    with OpLog() as zeroing:
+        opt.zero_grad(set_to_none=set_to_none)
+    bytes_between = held()
+    with OpLog() as backward:
+        model(x).sum().backward()
+    results[set_to_none] = (bytes_between, zeroing.count("zero_"), backward.count("add_"))
+    check(f"set_to_none={set_to_none}: gradients identical to a fresh backward",
+          all(torch.equal(p.grad, r) for p, r in zip(model.parameters(), reference, strict=True)), True)
+
+n_params = len(reference)
+check("in place: grad bytes held until the next backward", results[False][0], grad_bytes)
+check("in place: zero_ kernels and the bytes they write", results[False][1], (n_params, grad_bytes))
+check("in place: backward then adds into each grad (reads 2x grad bytes)", results[False][2],
+      (n_params, 2 * grad_bytes))
+check("set_to_none: grad bytes held until the next backward", results[True][0], 0)
+check("set_to_none: no zeroing kernels", results[True][1], (0, 0))
+check("set_to_none: backward assigns, no adds", results[True][2], (0, 0))
+
+# %% [markdown]
+# So zeroing in place costs, every step, a pass that writes every gradient byte, and then
+# makes backward *accumulate* into the zeros: an add per parameter that reads the old
+# gradient and the new one and writes the sum. With `set_to_none=True` backward simply
+# hands its fresh gradient tensor to `.grad`. It also frees the gradients between
+# `zero_grad()` and backward, so the forward pass's activations can use that memory. In
+# the peak of the previous section, that is worth one full set of gradients, less the
+# head's $(D, 1)$ gradient, which exists at the peak either way:
+
+# %%
+L, D, B = 4, 64, 256
+P = (L * D * D + D) * 4
+in_place, to_none = step_peak(L, D, B, set_to_none=False), step_peak(L, D, B, set_to_none=True)
+check("peak with zeroing in place - peak with set_to_none", in_place.peak - to_none.peak, P - 4 * D)
+
+# %% [markdown]
+# One behavioural difference to know: an optimizer skips a parameter whose `.grad` is
+# `None`, but updates one whose gradient is a tensor of zeros. With momentum (or weight
+# decay), a parameter that got no gradient in this step still moves in the second case:
+
+# %%
+def moves_after(zero_grad_to):
+    p = nn.Parameter(torch.ones(3))
+    opt = torch.optim.SGD([p], lr=0.1, momentum=0.9)
+    p.grad = torch.ones(3)
+    opt.step()                    # builds up momentum
+    p.grad = zero_grad_to
+    before = p.detach().clone()
+    opt.step()                    # a step with no new gradient
+    return not torch.equal(p.detach(), before)
+
+
+check("grad = zeros: the parameter still moves (momentum)", moves_after(torch.zeros(3)), True)
+check("grad = None: the optimizer skips it", moves_after(None), False)
+
+# %% [markdown]
+# ## Exercises (from the self-test)
+#
+# Try each question before you expand the hidden solution cell below it; the answer is
+# written at the top of that cell.
+#
+# ### Q1. Why does backward cost about twice the FLOPs of the forward pass?
+#
+# Derive it for one layer $H = XW$, then check it with `count_flops` on a stack of your
+# own: three `Linear` layers $96 \to 128 \to 64 \to 32$ at batch 16. Predict the forward
+# and backward counts before you run it, once with a data batch as the input and once
+# with an input that requires grad.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Answer. Forward, each layer is one matmul, 2*B*d_in*d_out FLOPs. Backward needs two of the
+# same size: grad_W = X^T G (to update W) and grad_X = G W^T (to pass the gradient down):
+# 4*B*d_in*d_out. Summed over the layers: forward 2ND, backward 4ND, total 6ND (§3.3).
+# The first layer skips grad_X when its input is data, so there backward is
+# 2 x forward - (first layer's forward).
+WIDTHS, BATCH = [96, 128, 64, 32], 16
+stack = nn.Sequential(*(Linear(a, b, device=CPU) for a, b in pairwise(WIDTHS)))
+per_layer_fwd = [matmul_flops(BATCH, a, b) for a, b in pairwise(WIDTHS)]
+data = count_flops(stack, torch.randn(BATCH, WIDTHS[0]))
+hidden = count_flops(stack, torch.randn(BATCH, WIDTHS[0], requires_grad=True))
+print(f"per layer forward: {per_layer_fwd}")
+check("forward == sum of 2*B*d_in*d_out", data.forward, sum(per_layer_fwd))
+check("forward FLOPs", data.forward, 720_896)
+check("data input: backward == 2 x forward - first layer", data.backward,
+      2 * data.forward - per_layer_fwd[0])
+check("input requires grad: backward == 2 x forward", hidden.backward, 2 * hidden.forward)
+check("total == 3 x forward (6ND = 3 x 2ND)", hidden.total, 3 * hidden.forward)
+
+# %% [markdown]
+# ### Q. How large a batch fits?
+#
+# A Cruncher with $L = 32$ layers of width $D = 8192$ trains in fp32 with AdamW on an
+# 80 GB GPU. How many bytes do parameters, gradients and optimizer state take? How many
+# activation bytes does one example add? What is the largest batch for which the whole
+# bill (params + grads + state + activations) fits in 80 GB, and what batch would the
+# notes' $B \cdot L \cdot D$ estimate allow? Hint: a model built on the `meta` device has
+# shapes but no memory, and `predict_training_memory` needs nothing more.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Answer. N = 32 * 8192^2 + 8192 = 2.15B parameters: 8.59 GB each for params and grads,
+# 17.2 GB for AdamW's m and v, 34.4 GB in all. One example saves (L + 1) * D = 270,336
+# floats: 1.08 MB. 45.6 GB are left, so B = 42,206 fits. The notes' B*L*D (1.05 MB per
+# example) says 43,525, which needs 1.4 GB more than the GPU has. (The peak of a real step
+# is lower than this bill, since gradients and activations take turns, but a real step
+# also needs the cuBLAS workspace and the allocator's slack: keep a margin.)
+BUDGET, QL, QD = 80e9, 32, 8192
+with torch.device("meta"):
+    big = Cruncher(QD, QL)
+fixed_bill = predict_training_memory(big, optimizer="adamw")
+per_example = mlp_activation_bytes(n_layers=QL, width=QD, batch=1)
+b_max = int((BUDGET - fixed_bill.total) // per_example)
+b_lecture = int((BUDGET - fixed_bill.total) // (QL * QD * 4))
+
+
+def bill(batch):
+    return predict_training_memory(big, optimizer="adamw", activations=mlp_activation_bytes(
+        n_layers=QL, width=QD, batch=batch))
+
+
+print(f"params {format_bytes(fixed_bill.params)}, grads {format_bytes(fixed_bill.grads)}, "
+      f"AdamW state {format_bytes(fixed_bill.optimizer_state)}")
+check("parameters", sum(p.numel() for p in big.parameters()), 2_147_491_840)
+check("params + grads + state (GB)", fixed_bill.total / 1e9, 34.36, rel=1e-3)
+check("activation bytes per example", per_example, (QL + 1) * QD * 4)
+check("largest batch that fits", b_max, 42_206)
+check("...it fits, one more does not", (bill(b_max).total <= BUDGET,
+                                         bill(b_max + 1).total <= BUDGET), (True, False))
+check("the B*L*D estimate's batch", b_lecture, 43_525)
+check("...overflows by (GB)", (bill(b_lecture).total - BUDGET) / 1e9, 1.43, rel=0.01)

@@ -1,0 +1,886 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python (pytorch-resource-accounting)
+#     language: python
+#     name: pytorch-resource-accounting
+# ---
+
+# %% [markdown]
+# # 06 · Data loading: tokens on disk, batches on the GPU
+#
+# The earlier notebooks counted bytes and FLOPs inside the model. This one follows the
+# data from the disk to the GPU, covering §6 and §6.1 of the lecture notes:
+#
+# 1. **§6 the data**: the course's token files (uint16, a JSON sidecar, a byte-level BPE
+#    tokenizer), decoded back to text.
+# 2. **§6 memory-mapping**: with `np.memmap` a 300 MB token file costs this process only
+#    the pages it touches, while `np.fromfile` costs the whole file. We read the process's
+#    resident memory to show it, and we fix the notes' `np.memmap("tokens.npy", ...)`.
+# 3. **§6 uint16 versus int64**: 4× the bytes, what happens to ids that do not fit in
+#    uint16, and why a batch must become int64 before it reaches the model.
+# 4. **§6 `get_batch`**: the notes' list-based sampler and the course's vectorised one draw
+#    the same windows from the same random numbers, except for an off-by-one in the notes.
+#    The vectorised one is several times faster.
+# 5. **§6.1 pinned memory**: pageable versus pinned host-to-device copies, what
+#    `non_blocking=True` really does, and how a background prefetcher keeps data loading
+#    out of the training step.
+#
+# Every claim prints a `✓` line: it is an assertion, so the notebook fails if a claim is
+# wrong. Lines starting with `[measured]` depend on the machine. The notebook runs on a
+# CPU and on a CUDA GPU; the cells about host-to-device copies need a GPU and say so
+# elsewhere.
+
+# %%
+from lecture_utils import setup
+device = setup()
+
+# %%
+import gc
+import inspect
+import json
+import math
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tokenizers import Tokenizer
+
+from lecture_utils import check, check_raises, cuda_only, measured
+from lecture_utils.bench import time_fn
+from lecture_utils.data import (
+    DATA_DIR,
+    EOT,
+    Prefetcher,
+    get_batch,
+    get_batch_lecture,
+    load_tokens,
+    write_tokens,
+)
+from lecture_utils.memory import format_bytes, tensor_bytes
+from lecture_utils.models import GPT, get_config
+
+ON_GPU = device.type == "cuda"
+scratch = tempfile.TemporaryDirectory()  # every file this notebook writes; removed at the end
+TMP = Path(scratch.name)
+
+# %% [markdown]
+# ## §6 Data loading: do not read it all into memory
+#
+# To a language model, the training data is one long sequence of integers: the
+# tokenizer's output (Lecture 1). A large corpus holds trillions of tokens, many terabytes
+# on disk, so reading it all into memory is not an option. The notes give the standard
+# answer: store the ids compactly on disk and **memory-map** the file.
+#
+# ### The data: token ids on disk
+#
+# The course ships a small corpus, *The Jargon File* and *The Devil's Dictionary*
+# (`data/README.md`), tokenized with a byte-level BPE of 8,192 ids. Each split is a raw
+# file of little-endian uint16 ids (`.bin`) with a JSON **sidecar** that records the dtype,
+# the vocabulary size, the token count and a sha256. A raw file carries no header, so the
+# sidecar is the only record of what the bytes mean. `load_tokens` checks the file against
+# its sidecar and returns a read-only `np.memmap`:
+
+# %%
+TOKENS = DATA_DIR / "tokens"
+train = load_tokens(TOKENS / "train.bin")
+val = load_tokens(TOKENS / "val.bin")
+meta = {split: json.loads((TOKENS / f"{split}.json").read_text()) for split in ("train", "val")}
+
+print(f"{'split':<6} {'tokens':>8} {'dtype':>6} {'bytes':>8} {'vocab':>6} {'documents':>10}")
+for split, data in (("train", train), ("val", val)):
+    m = meta[split]
+    print(f"{split:<6} {len(data):>8,} {str(data.dtype):>6} {data.nbytes:>8,} {m['vocab_size']:>6,} "
+          f"{m['documents']:>10,}")
+
+check("train tokens", len(train), 455_403)
+check("val tokens", len(val), 25_803)
+check("token dtype (train, val): little-endian uint16", (train.dtype.str, val.dtype.str),
+      ("<u2", "<u2"))
+check("train.bin on disk = 2 bytes x tokens", (TOKENS / "train.bin").stat().st_size, 2 * len(train))
+check("sidecars agree with the files (token counts)", (meta["train"]["n_tokens"],
+      meta["val"]["n_tokens"]), (len(train), len(val)))
+check("vocabulary size (sidecar)", meta["train"]["vocab_size"], 8192)
+check("largest id in either split < vocabulary", int(max(train.max(), val.max())) < 8192, True)
+check("load_tokens returns a read-only memmap", (type(train).__name__, train.flags.writeable),
+      ("memmap", False))
+
+# %% [markdown]
+# The ids mean nothing without the tokenizer that made them. We load it, check that it
+# agrees with the sidecar, and decode the first 30 tokens of the validation split: the
+# header of the dictionary file that the corpus starts with.
+
+# %%
+tokenizer = Tokenizer.from_file(str(DATA_DIR / "tokenizer.json"))
+eot_id = tokenizer.token_to_id(EOT)
+check("tokenizer vocabulary == sidecar", tokenizer.get_vocab_size(), meta["train"]["vocab_size"])
+check(f"{EOT} id", eot_id, 0)
+check(f"one {EOT} per document (train, val)",
+      (int((train == eot_id).sum()), int((val == eot_id).sum())),
+      (meta["train"]["documents"], meta["val"]["documents"]))
+
+first_ids = val[:30].tolist()
+print(first_ids)
+print(repr(tokenizer.decode(first_ids)))
+
+# %% [markdown]
+# Further in, at position 527, is one whole document of the validation split, an entry of
+# *The Devil's Dictionary*. Decoding the tokens one at a time shows where the BPE cut the
+# text (each `|` is a token boundary), and the document ends with `<|endoftext|>`, the
+# separator between documents:
+
+# %%
+START, STOP = 527, 548
+doc = val[START:STOP].tolist()
+print(f"{len(doc)} tokens:")
+print("|".join(tokenizer.decode([i], skip_special_tokens=False) for i in doc))
+check("the document ends with <|endoftext|>", doc[-1], eot_id)
+check("decode then encode gives the same ids back",
+      tokenizer.encode(tokenizer.decode(doc[:-1])).ids, doc[:-1])
+
+# %% [markdown]
+# How much text does a token carry? Decoding the whole validation split (the tokenizer
+# drops the `<|endoftext|>` separators) gives the bytes of text per token, the number that
+# turns a token count into a corpus size. A tokenizer with a larger vocabulary, trained on
+# more text, packs more bytes into a token.
+
+# %%
+text = tokenizer.decode(val.tolist())
+text_bytes = len(text.encode("utf-8"))
+text_tokens = len(val) - meta["val"]["documents"]  # every id but the separators
+print(f"val: {text_bytes:,} bytes of text in {text_tokens:,} tokens")
+check("val: bytes of text per token", round(text_bytes / text_tokens, 3), 3.798)
+check("...so a token id (2 bytes) is about half the size of its text",
+      round(2 * text_tokens / text_bytes, 2), 0.53)
+corpus_bytes = sum(f.stat().st_size for f in (DATA_DIR / "corpus").glob("*.txt"))
+check("whole corpus: file bytes / all tokens (data/README's 'about 3.7')",
+      round(corpus_bytes / (meta["train"]["n_tokens"] + meta["val"]["n_tokens"]), 2), 3.74)
+
+# %% [markdown]
+# ### The notes' `np.memmap("tokens.npy", ...)` reads the header as tokens
+#
+# The notes open the token file with
+#
+# ```python
+# data = np.memmap("tokens.npy", dtype=np.uint16, mode="r")
+# ```
+#
+# That line is right for a **raw** file like ours, but `.npy` is not raw. `np.save` writes
+# a header (a magic string, the dtype and the shape) before the data, and `np.memmap` does
+# not parse it. The header's bytes become the first "tokens", and every real token is
+# shifted by the header's length. To see it, we save 1,000 real tokens with `np.save`
+# and map the file both ways:
+
+# %%
+some_ids = np.array(val[:1000])  # an in-memory copy
+npy = TMP / "tokens.npy"
+np.save(npy, some_ids)
+wrong = np.memmap(npy, dtype=np.uint16, mode="r")
+right = np.load(npy, mmap_mode="r")
+
+print("np.memmap, first 8 'tokens':", wrong[:8])
+print("the same bytes as text:     ", bytes(wrong[:8])[:40])
+check("file size = header + 2 bytes x 1,000 tokens", npy.stat().st_size, 128 + 2000)
+check("np.memmap sees 64 extra 'tokens'", len(wrong) - len(some_ids), 64)
+check("...the first bytes are the .npy magic string", bytes(wrong[:3]), b"\x93NUMPY")
+check("...the real tokens start 64 'tokens' in", np.array_equal(wrong[64:], some_ids), True)
+check("header 'ids' beyond our vocabulary of 8,192", int((wrong[:64] >= 8192).sum()), 61)
+check("np.load(mmap_mode='r') parses the header: offset, data", (right.offset,
+      np.array_equal(right, some_ids)), (128, True))
+check("...and still returns a memmap", type(right).__name__, "memmap")
+del wrong, right
+
+# %% [markdown]
+# The damage looks small, since the real tokens follow in order, but it is real: the
+# 64 header "ids" are mostly not valid ids at all (an index error in the embedding, or a
+# device-side assert on a GPU, the first time a window starts near the front), the
+# length is wrong, and any position kept elsewhere (document offsets, a split by index) is
+# now off by 64. So either keep the ids in a raw `.bin` file with a sidecar, as the course
+# does, or keep `.npy` and open it with `np.load(path, mmap_mode="r")`. Never memmap a
+# `.npy` as raw bytes.
+#
+# ### Mapping versus reading: what lands in this process's memory
+#
+# `np.memmap` maps the file into the process's virtual address space. Nothing is read
+# until an element is touched; then the operating system brings in the **page** (4 KiB
+# on x86-64 Linux) that holds it. To test that claim we need a file much larger than the
+# few pages a batch touches: 330 copies of the training split, 150M tokens, 301 MB,
+# written to a temporary folder one copy at a time (so the notebook never holds it all).
+
+# %%
+BIG = TMP / "big.bin"
+COPIES = 330
+block = np.asarray(train).tobytes()
+with open(BIG, "wb") as f:
+    for _ in range(COPIES):
+        f.write(block)
+del block
+big_tokens, big_bytes = COPIES * len(train), BIG.stat().st_size
+print(f"big.bin: {big_tokens:,} tokens, {format_bytes(big_bytes)}")
+check("tokens", big_tokens, 150_282_990)
+check("bytes = 2 x tokens", big_bytes, 300_565_980)
+
+# %% [markdown]
+# Which pages will a batch touch? `get_batch` draws its window starts from the generator
+# it is given, so with a fixed seed we can draw the same starts ourselves and work out the
+# pages before touching the file. Eight windows of 1,025 tokens (1,024 inputs and the one
+# extra target) are 16,400 bytes of data:
+
+# %%
+PAGE = 4096  # bytes; the page size of x86-64 Linux
+RSS_BATCH, RSS_SEQ, RSS_SEED = 8, 1024, 6
+starts = torch.randint(big_tokens - RSS_SEQ, (RSS_BATCH,),
+                       generator=torch.Generator().manual_seed(RSS_SEED)).numpy()
+first_page = 2 * starts // PAGE                    # the byte offset of token i is 2i
+last_page = (2 * (starts + RSS_SEQ) + 1) // PAGE   # the last byte of the window
+touched = {int(p) for a, b in zip(first_page, last_page, strict=True) for p in range(a, b + 1)}
+print("window starts:", starts.tolist())
+check("bytes the batch reads", RSS_BATCH * (RSS_SEQ + 1) * 2, 16_400)
+check("distinct 4 KiB pages they lie on", len(touched), 12)
+check("...that is, this much of the file", len(touched) * PAGE, 49_152)
+
+# %% [markdown]
+# Now the measurement. A process's **resident set size** (RSS) is the physical memory
+# mapped into it right now; Linux reports it in `/proc/self/status`, split into anonymous
+# memory (`RssAnon`: the heap, numpy arrays) and file-backed pages (`RssFile`: mapped
+# files, the code of loaded libraries). We read RSS before and after mapping the file, and
+# after drawing the batch. (The numbers depend on the machine and kernel, so they are
+# `[measured]`; on a system without `/proc` the cell says so and skips.)
+
+# %%
+HAVE_PROC = Path("/proc/self/status").exists()
+
+
+def rss():
+    """This process's resident memory in bytes: {'VmRSS', 'RssAnon', 'RssFile'} (Linux)."""
+    fields = dict.fromkeys(("VmRSS", "RssAnon", "RssFile"), 0)
+    if HAVE_PROC:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in fields:
+                fields[key] = int(value.split()[0]) * 1024  # reported in kB
+    return fields
+
+
+def grown(before, after, key="VmRSS"):
+    return (after[key] - before[key]) / 1e6  # MB
+
+
+gc.collect()
+r_start = rss()
+mapped = np.memmap(BIG, dtype=np.uint16, mode="r")
+r_mapped = rss()
+x_rss, y_rss = get_batch(mapped, RSS_BATCH, RSS_SEQ, "cpu",
+                         generator=torch.Generator().manual_seed(RSS_SEED))
+r_batch = rss()
+
+if not HAVE_PROC:
+    measured("skipped", "resident memory is read from /proc/self/status (Linux only)")
+else:
+    measured("np.memmap(big.bin): RSS grew by", grown(r_start, r_mapped), "MB")
+    measured("...after get_batch touched 8 windows", grown(r_start, r_batch), "MB")
+    measured("   of which file-backed (RssFile)", grown(r_start, r_batch, "RssFile"), "MB")
+    measured("   the 12 pages the windows lie on", len(touched) * PAGE / 1e6, "MB")
+    measured("   the whole file", big_bytes / 1e6, "MB")
+    assert grown(r_start, r_mapped) * 1e6 < 0.01 * big_bytes, r_mapped  # mapping reads nothing
+    assert grown(r_start, r_batch) * 1e6 < 0.1 * big_bytes, r_batch     # a batch reads ~nothing
+
+# %% [markdown]
+# The batch is what `get_batch` should have read, the windows at the starts drawn above
+# (indexing the same windows again touches no new pages):
+
+# %%
+index = starts[:, None] + np.arange(RSS_SEQ)
+check("x = the windows at those starts", torch.equal(x_rss, torch.from_numpy(
+      mapped[index].astype(np.int64))), True)
+check("y = the same windows, one token later", torch.equal(y_rss, torch.from_numpy(
+      mapped[index + 1].astype(np.int64))), True)
+
+# %% [markdown]
+# Now the same file read the ordinary way, with `np.fromfile`, after dropping the map:
+
+# %%
+del mapped, x_rss, y_rss
+gc.collect()
+r_before = rss()
+whole = np.fromfile(BIG, dtype=np.uint16)
+r_read = rss()
+n_read = whole.size
+del whole
+gc.collect()
+r_freed = rss()
+
+if not HAVE_PROC:
+    measured("skipped", "resident memory is read from /proc/self/status (Linux only)")
+else:
+    measured("np.fromfile(big.bin): RSS grew by", grown(r_before, r_read), "MB")
+    measured("   of which anonymous (RssAnon)", grown(r_before, r_read, "RssAnon"), "MB")
+    measured("after del + gc.collect(): RSS changed by", grown(r_read, r_freed), "MB")
+    assert grown(r_before, r_read) * 1e6 > 0.9 * big_bytes, r_read  # the whole file
+    assert grown(r_read, r_freed) * 1e6 < -0.9 * big_bytes, r_freed  # given back
+
+# %%
+check("np.fromfile read every token", n_read, big_tokens)
+BIG.unlink()
+check("big.bin still exists", BIG.exists(), False)
+
+# %% [markdown]
+# What the numbers say, and what they do not:
+#
+# * **Mapping costs nothing, a batch costs megabytes, reading costs the file.** `np.memmap`
+#   itself leaves RSS unchanged. Eight random windows add a few MB of file-backed pages,
+#   far less than the 301 MB file. `np.fromfile` adds the whole 301 MB as anonymous memory.
+# * **RSS grows by more than the 12 pages the windows touch.** The kernel does not map
+#   single pages: on a fault it maps the neighbouring pages that are already cached
+#   (*fault-around*, 64 KiB by default), recent kernels keep file data in large folios
+#   (up to 2 MiB) that are mapped whole, and on a file that is not yet cached *readahead*
+#   reads ahead of the fault. So "only the touched pages" is true up to the kernel's
+#   granularity: megabytes per batch, not the file.
+# * **RSS is not the whole story: the page cache.** Writing `big.bin` left its contents in
+#   the kernel's **page cache**, which belongs to no process and shows up in no RSS. The
+#   memmap's pages are those cached pages, mapped into our address space. They are clean
+#   and file-backed, so under memory pressure the kernel can drop them and read them again
+#   later. `np.fromfile` *copies* the cached pages into anonymous memory, which the kernel
+#   cannot drop, so for a moment the data sits in RAM twice.
+# * **A memmap does not make a full pass free.** Touch every token (an epoch, a histogram)
+#   and every page becomes resident. The difference from `fromfile` is that those pages
+#   are reclaimable, so a 30 TB dataset can be streamed on a machine with far less RAM.
+
+# %% [markdown]
+# ### uint16 versus int64
+#
+# The notes choose uint16 deliberately: a token id costs 2 bytes instead of int64's 8,
+# **4× less** on disk and in memory. For our training split:
+
+# %%
+as_int64 = np.asarray(train).astype(np.int64)  # the whole split, widened
+print(f"uint16: {format_bytes(train.nbytes)}, int64: {format_bytes(as_int64.nbytes)}")
+check("train as uint16 (bytes)", train.nbytes, 910_806)
+check("train as int64 (bytes)", as_int64.nbytes, 3_643_224)
+check("int64 / uint16", as_int64.nbytes / train.nbytes, 4.0)
+check("...as torch counts it", tensor_bytes(torch.from_numpy(as_int64)), as_int64.nbytes)
+del as_int64
+
+# %% [markdown]
+# uint16 holds 65,536 values, ids 0 to 65,535. GPT-2's vocabulary has 50,257 tokens, so its
+# largest id, 50,256, fits; ours (8,192) fits easily. A larger vocabulary does not fit:
+# Llama 3 has 128,256 tokens and needs uint32. The danger is that nothing stops you.
+# `astype` converts modulo $2^{16}$, so id 70,000 silently becomes id 4,464 (and torch
+# does the same). Only a Python literal is range-checked. `write_tokens` refuses both a
+# vocabulary that does not fit and an id outside the declared vocabulary:
+
+# %%
+u16 = np.iinfo(np.uint16)
+check("uint16 ids", (int(u16.min), int(u16.max)), (0, 65_535))
+check("GPT-2's largest id (50,256) survives uint16", int(np.array([50_256]).astype(np.uint16)[0]),
+      50_256)
+check("Llama 3's vocabulary (128,256) fits uint16", 128_256 <= u16.max + 1, False)
+check("np: 70,000 -> uint16 silently wraps to 70,000 - 65,536",
+      int(np.array([70_000]).astype(np.uint16)[0]), 4_464)
+check("torch: the same", torch.tensor([70_000]).to(torch.uint16).tolist(), [4_464])
+check_raises("np.array([70_000], dtype=np.uint16) (a literal) is range-checked", OverflowError,
+             np.array, [70_000], dtype=np.uint16)
+err = check_raises("write_tokens with a 70,001-token vocabulary", ValueError, write_tokens,
+                   TMP / "too_big.bin", np.array([1, 70_000]), 70_001)
+print("   ", err)
+err = check_raises("write_tokens with an id outside the vocabulary", ValueError, write_tokens,
+                   TMP / "out_of_range.bin", np.array([1, 9_000]), 8_192)
+print("   ", err)
+check("...and neither wrote a file", [(TMP / n).exists() for n in ("too_big.bin",
+      "out_of_range.bin")], [False, False])
+
+# %% [markdown]
+# The ids must be widened before they reach the model. `torch.from_numpy` keeps the dtype,
+# so a uint16 array becomes a `torch.uint16` tensor, which PyTorch can store but not use as
+# an index. The notes say indexing "requires int64"; the precise rule is that
+# `nn.Embedding` takes int32 or int64 ids, while `F.cross_entropy` wants its targets
+# int64. Since `y` is the same data as `x`, shifted, int64 for both is the simple choice.
+# (`torch.from_numpy` on the read-only memmap itself also warns that the tensor would be
+# read-only; the `astype(np.int64)` copy in `get_batch` avoids both problems at once.)
+
+# %%
+ids16 = np.array(val[:8])  # a writable uint16 copy
+as_tensor = torch.from_numpy(ids16)
+check("torch.from_numpy(uint16 array).dtype", as_tensor.dtype, torch.uint16)
+emb = torch.nn.Embedding(8192, 16)
+check_raises("nn.Embedding with uint16 ids", RuntimeError, emb, as_tensor)
+check("...with int32 ids", tuple(emb(as_tensor.int()).shape), (8, 16))
+check("...with int64 ids", tuple(emb(as_tensor.long()).shape), (8, 16))
+logits = torch.zeros(8, 8192)
+check_raises("F.cross_entropy with int32 targets", RuntimeError, F.cross_entropy, logits,
+             as_tensor.int())
+check("...with int64 targets: log(8192) for uniform logits",
+      round(F.cross_entropy(logits, as_tensor.long()).item(), 4), round(math.log(8192), 4))
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    torch.from_numpy(val[:8])
+check("torch.from_numpy(read-only memmap) warns 'not writable'",
+      ["not writable" in str(w.message) for w in caught], [True])
+
+x, y = get_batch(val, 4, 16, device, generator=torch.Generator().manual_seed(0))
+check("get_batch: x and y are int64", (x.dtype, y.dtype), (torch.int64, torch.int64))
+check("...batch x 16 tokens each", tuple(x.shape), (4, 16))
+check("...on the device", (x.device.type, y.device.type) == (device.type, device.type), True)
+check("...widened per batch: int64 bytes of x + y", tensor_bytes(x) + tensor_bytes(y), 1024)
+
+# %% [markdown]
+# Widening costs 4× only for the batch in flight: 64 × 1,024 tokens are 512 KiB as
+# int64, while the dataset stays uint16 on disk.
+#
+# ### The notes' `get_batch` and the vectorised one
+#
+# The notes' sampler draws `batch_size` random starts and slices one window per start in a
+# Python loop, twice (inputs, then targets). `lecture_utils.data.get_batch_lecture` keeps
+# it verbatim:
+
+# %%
+print(inspect.getsource(get_batch_lecture))
+
+# %% [markdown]
+# The course's `get_batch` makes one `(batch, seq_len + 1)` array of positions
+# (`starts[:, None] + np.arange(seq_len + 1)`), reads every window with one fancy index,
+# and splits it into `x = windows[:, :-1]` and `y = windows[:, 1:]`. It takes an explicit
+# `torch.Generator`, so sampling is reproducible without touching the global seed.
+#
+# **The same random numbers, the same windows?** Nearly. A window needs `seq_len + 1`
+# tokens, so the valid starts are `0 .. len - seq_len - 1`: that is `len - seq_len`
+# starts, and `get_batch` draws from `randint(len - seq_len)`. The notes draw from
+# `randint(len - seq_len - 1)`, one fewer. Fed the same random bits, the two ranges give
+# different starts:
+
+# %%
+B, T, SEED = 8, 64, 3
+torch.manual_seed(SEED)  # the notes' version uses the global generator
+notes_starts = torch.randint(len(train) - T - 1, (B,))
+ours_starts = torch.randint(len(train) - T, (B,), generator=torch.Generator().manual_seed(SEED))
+print("notes' starts:", notes_starts.tolist())
+print("our starts:   ", ours_starts.tolist())
+check("same seed, ranges one apart: the same starts?", torch.equal(notes_starts, ours_starts), False)
+
+# %% [markdown]
+# Make the ranges coincide, by handing `get_batch` the data minus its last token, and the
+# two samplers return identical batches from the same seed. Apart from the range they are
+# the same algorithm:
+
+# %%
+torch.manual_seed(SEED)
+x_notes, y_notes = get_batch_lecture(train, B, T, "cpu")
+x_ours, y_ours = get_batch(train[:-1], B, T, "cpu", generator=torch.Generator().manual_seed(SEED))
+check("same seed, same range: x identical", torch.equal(x_notes, x_ours), True)
+check("...and y identical", torch.equal(y_notes, y_ours), True)
+check("y is x shifted by one token", torch.equal(x_ours[:, 1:], y_ours[:, :-1]), True)
+
+# %% [markdown]
+# The off-by-one is easiest to see on a toy dataset where token $i$ sits at position $i$,
+# so a window's first token *is* its start. With 10 tokens and `seq_len = 4` there are six
+# valid starts, 0 to 5:
+
+# %%
+toy = np.arange(10, dtype=np.uint16)
+torch.manual_seed(0)
+x_notes, y_notes = get_batch_lecture(toy, 1000, 4, "cpu")
+x_ours, y_ours = get_batch(toy, 1000, 4, "cpu", generator=torch.Generator().manual_seed(0))
+check("valid starts", list(range(len(toy) - 4)), [0, 1, 2, 3, 4, 5])
+check("starts the notes' version draws (1,000 windows)", sorted(set(x_notes[:, 0].tolist())),
+      [0, 1, 2, 3, 4])
+check("starts get_batch draws (1,000 windows)", sorted(set(x_ours[:, 0].tolist())),
+      [0, 1, 2, 3, 4, 5])
+check("largest target (notes, ours): only ours ever predicts the last token",
+      (int(y_notes.max()), int(y_ours.max())), (8, 9))
+check_raises("the notes' version, len == seq_len + 1 (one valid window)", RuntimeError,
+             get_batch_lecture, toy[:5], 1, 4, "cpu")
+check("get_batch returns that window", get_batch(toy[:5], 1, 4, "cpu")[0].tolist(), [[0, 1, 2, 3]])
+
+# %% [markdown]
+# On a real corpus the bug is harmless: one start in 455,000 is never drawn, so the last
+# token is never a target. On tiny data it shows: with exactly one valid window the notes'
+# version calls `randint(0)` and fails.
+#
+# **The same distribution.** Both samplers should be uniform over their starts. We draw
+# 20,000 windows from each on a 200-token toy dataset with `seq_len = 8` (192 valid
+# starts; the notes' version reaches 191 of them), count how often each start comes up,
+# and compare both with the uniform distribution by a χ² statistic. For $k$ equally likely
+# starts, χ² has mean $k - 1$ and standard deviation $\sqrt{2(k-1)} \approx 20$.
+
+# %%
+hist_data = np.arange(200, dtype=np.uint16)
+DRAWS, T_H = 20_000, 8
+n_valid = len(hist_data) - T_H
+torch.manual_seed(1)
+x_notes, _ = get_batch_lecture(hist_data, DRAWS, T_H, "cpu")
+x_ours, _ = get_batch(hist_data, DRAWS, T_H, "cpu", generator=torch.Generator().manual_seed(1))
+counts = {"notes": np.bincount(x_notes[:, 0].numpy(), minlength=n_valid),
+          "get_batch": np.bincount(x_ours[:, 0].numpy(), minlength=n_valid)}
+reach = {"notes": n_valid - 1, "get_batch": n_valid}
+
+
+def chi2_uniform(c, k):
+    """χ² of counts c[:k] against k equally likely outcomes."""
+    expected = c[:k].sum() / k
+    return float(((c[:k] - expected) ** 2 / expected).sum())
+
+
+for name, c in counts.items():
+    k = reach[name]
+    chi2 = chi2_uniform(c, k)
+    print(f"{name:<10} starts drawn 0..{int(np.flatnonzero(c).max())}, χ² = {chi2:.1f} "
+          f"(uniform: {k - 1} ± {math.sqrt(2 * (k - 1)):.0f})")
+    check(f"{name}: every start it can reach was drawn", int((c[:k] > 0).sum()), k)
+    check(f"{name}: χ² within 3 sd of a uniform sampler",
+          abs(chi2 - (k - 1)) < 3 * math.sqrt(2 * (k - 1)), True)
+check("the last valid start: drawn by (notes, get_batch)",
+      (bool(counts["notes"][-1]), bool(counts["get_batch"][-1])), (False, True))
+
+BIN, TAIL = 16, 8
+fig, (ax, ax_tail) = plt.subplots(1, 2, figsize=(7.0, 3.0), width_ratios=(3, 1), sharey=True)
+edges = np.arange(0, n_valid + 1, BIN)
+for name, c in counts.items():
+    ax.stairs(c.reshape(-1, BIN).sum(axis=1) / BIN, edges, label=name, lw=1.5)
+    ax_tail.plot(np.arange(n_valid - TAIL, n_valid), c[-TAIL:], "o-", ms=4, label=name)
+for a_ in (ax, ax_tail):
+    a_.axhline(DRAWS / n_valid, color="0.5", ls=":", lw=1)
+ax.set_xlabel(f"window start (mean per start, bins of {BIN})")
+ax.set_ylabel("windows drawn per start")
+ax.set_ylim(0, None)
+ax.set_title("20,000 starts from each sampler: both uniform", loc="left", fontsize=9)
+ax.legend(frameon=False, loc="lower left", fontsize=8)
+ax_tail.set_xlabel(f"the last {TAIL} starts")
+ax_tail.set_title("the notes miss 191", loc="left", fontsize=9)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# **Throughput.** The distribution is the same; the cost is not. The notes' version runs
+# 2 × 64 slices, `astype` calls and tensor constructions in Python for a batch of 64, then
+# a `torch.stack` that copies everything again. The vectorised version does one gather and
+# one conversion. Timed side by side at batch 64 × 1,024 (the `make bench` target is at
+# least 5× on a CPU). We time both on one thread: sampling runs on one thread in practice
+# (the `Prefetcher` below uses one), and on a CPU shared with other jobs a small torch op
+# that is split over two threads can wait milliseconds for the second thread to be
+# scheduled, which makes a two-thread timing swing tenfold.
+
+# %%
+threads = torch.get_num_threads()
+torch.set_num_threads(1)
+try:
+    t_ours = time_fn(get_batch, train, 64, 1024, device, min_run_time=0.2)
+    t_notes = time_fn(get_batch_lecture, train, 64, 1024, device, min_run_time=0.2)
+finally:
+    torch.set_num_threads(threads)
+measured("get_batch (vectorised), 64 x 1024", t_ours * 1e3, "ms")
+measured("get_batch_lecture (list-based), 64 x 1024", t_notes * 1e3, "ms")
+measured("speedup", t_notes / t_ours, "x")
+measured("vectorised throughput", 64 * 1024 / t_ours / 1e6, "M tokens/s")
+assert t_notes / t_ours > 2, (t_notes, t_ours)
+
+# %% [markdown]
+# ## §6.1 Pinned memory
+#
+# A host-to-device copy is done by the GPU's DMA (copy) engines, which read host memory
+# by physical address without the CPU's help. Ordinary ("pageable") host memory gives no
+# guarantee that a page stays at its physical address: the kernel may move it (compaction,
+# NUMA migration) or, where swap exists, evict it. The notes mention swapping, but GPU
+# servers often have no swap; moving pages is enough. So the CUDA driver copies pageable
+# data in two steps: the CPU first copies it into a pinned staging buffer, then the DMA
+# engine copies that to the GPU. **Pinned** (page-locked) memory is guaranteed to stay put,
+# so the DMA engine reads it directly. That saves the extra copy, and it lets the copy run
+# asynchronously while the CPU moves on:
+#
+# ```python
+# x = x.pin_memory()                   # copy into page-locked host memory
+# x = x.to("cuda", non_blocking=True)  # the call returns before the copy is done
+# ```
+#
+# `get_batch` does exactly this on CUDA. Pinned memory is a limited resource: every pinned
+# page is one the kernel cannot reclaim, so one pins batch-sized buffers, never the dataset.
+#
+# The cells below need a CUDA GPU; elsewhere each prints one line saying so. The first
+# times a 256 MiB copy to the GPU from pageable and from pinned memory (the `make bench`
+# target on an H100/H200 is at least 45 GB/s pinned):
+
+# %%
+COPY_BYTES = 256 * 2**20
+if cuda_only(device, "timing pageable versus pinned host-to-device copies"):
+    pageable = torch.ones(COPY_BYTES // 4)  # float32 on the host, ordinary memory
+    pinned = pageable.pin_memory()
+    on_gpu = torch.empty_like(pageable, device=device)
+    assert not pageable.is_pinned() and pinned.is_pinned()
+    rate = {}
+    for name, src in (("pageable", pageable), ("pinned", pinned)):
+        seconds = time_fn(on_gpu.copy_, src, min_run_time=0.3)  # a blocking copy
+        rate[name] = COPY_BYTES / seconds
+        measured(f"{name:>8} -> GPU, {format_bytes(COPY_BYTES)}", rate[name] / 1e9, "GB/s")
+    measured("pinned / pageable", rate["pinned"] / rate["pageable"], "x")
+    assert rate["pinned"] > rate["pageable"], rate
+
+# %% [markdown]
+# **What `non_blocking=True` does.** From pinned memory, the copy is queued on the GPU and
+# the call returns at once; the CPU finds out that the copy is done only when it
+# synchronises. From pageable memory, the driver must first stage the data through its
+# pinned buffer, which the CPU does, so the call returns only when nearly the whole copy
+# is done, `non_blocking` or not. We time the *call* and the *copy* separately. This needs
+# the host clock: `torch.utils.benchmark` synchronises around what it times, so it can
+# only see the copy. The best of five tries of each:
+
+# %%
+if cuda_only(device, "timing when a non_blocking copy returns"):
+    def call_and_copy_seconds(src):
+        """(seconds until .copy_ returns, seconds until the copy is done), best of 5."""
+        calls, copies = [], []
+        for _ in range(5):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            on_gpu.copy_(src, non_blocking=True)
+            returned = time.perf_counter()
+            torch.cuda.synchronize()
+            calls.append(returned - start)
+            copies.append(time.perf_counter() - start)
+        return min(calls), min(copies)
+
+    returns = {name: call_and_copy_seconds(src)
+               for name, src in (("pageable", pageable), ("pinned", pinned))}
+    for name, (call, copy) in returns.items():
+        measured(f"non_blocking from {name:>8}: the call returns after", call * 1e3, "ms")
+        measured(f"{'':>26}the copy is done after", copy * 1e3, "ms")
+    assert returns["pinned"][0] < 0.1 * returns["pinned"][1], returns       # returns at once
+    assert returns["pageable"][0] > 0.5 * returns["pageable"][1], returns   # waits for the copy
+
+# %% [markdown]
+# **What overlaps with what.** The notes say an asynchronous copy "can overlap with
+# compute". The host overlaps for sure: the CPU goes on to prepare the next batch while
+# the copy runs. On the GPU, work on one CUDA *stream* runs in order, so a copy queued on
+# the stream that computes still waits for the compute before it, and the compute after
+# it waits for the copy. For the copy engine and the compute units to work at the same
+# time, the copy must go on a second stream (the `Prefetcher` below does this). We queue
+# a few large bf16 matmuls and a 256 MiB pinned copy on one stream, then the copy on a
+# side stream:
+
+# %%
+if cuda_only(device, "overlapping a copy with compute on a second stream"):
+    a = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
+    side = torch.cuda.Stream(device)
+
+    def compute():
+        for _ in range(4):
+            a @ a
+
+    def serial():
+        compute()
+        on_gpu.copy_(pinned, non_blocking=True)  # same stream: after the matmuls
+
+    def overlapped():
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            on_gpu.copy_(pinned, non_blocking=True)  # side stream: alongside the matmuls
+        compute()
+        torch.cuda.current_stream(device).wait_stream(side)
+
+    t_compute = time_fn(compute, min_run_time=0.3)
+    t_copy = time_fn(on_gpu.copy_, pinned, True, min_run_time=0.3)
+    t_serial = time_fn(serial, min_run_time=0.3)
+    t_overlap = time_fn(overlapped, min_run_time=0.3)
+    measured("4 bf16 matmuls of 8192^3", t_compute * 1e3, "ms")
+    measured("256 MiB pinned copy", t_copy * 1e3, "ms")
+    measured("both on one stream", t_serial * 1e3, "ms")
+    measured("copy on a second stream", t_overlap * 1e3, "ms")
+    assert t_overlap < 0.9 * t_serial, (t_overlap, t_serial)
+    del a, pageable, pinned, on_gpu
+    torch.cuda.empty_cache()
+
+# %% [markdown]
+# ### Overlap: prepare the next batch while this one computes
+#
+# The notes' ideal pipeline: while the GPU computes on the current batch, the CPU samples
+# the next one and starts its copy, so the GPU never waits for data. `Prefetcher` is that
+# pipeline in a few lines: a background thread calls the same sampler as `get_batch`,
+# pins the batch and starts its copy on a side stream (on CUDA), and keeps up to `depth`
+# batches ready in a queue. It draws from the generator in the same order, so a seeded
+# prefetcher yields exactly `get_batch`'s batches:
+
+# %%
+with Prefetcher(train, 4, 64, device, generator=torch.Generator().manual_seed(5)) as batches:
+    prefetched = [next(batches) for _ in range(3)]
+g = torch.Generator().manual_seed(5)
+inline = [get_batch(train, 4, 64, device, generator=g) for _ in range(3)]
+check("Prefetcher == get_batch, same seed (3 batches, x and y)",
+      [torch.equal(p, q) for pb, qb in zip(prefetched, inline, strict=True)
+       for p, q in zip(pb, qb, strict=True)], [True] * 6)
+check("...on the device", all(t.device.type == device.type for pb in prefetched for t in pb),
+      True)
+
+# %% [markdown]
+# Now a training step, forward and backward of the course's tiny GPT (2 layers,
+# $d_\text{model} = 64$, vocabulary 8,192), fed three ways: from one batch prepared in
+# advance and already on the device (the floor: no data loading at all), from `get_batch`
+# called inline, and from the `Prefetcher`. The batch is 4 × 64 tokens on a CPU and
+# 16 × 128 on a GPU. On a CPU the step runs on one thread, so that it uses one core and
+# leaves the other to the loader thread, as a GPU step leaves the CPU to the loader.
+
+# %%
+BATCH, SEQ = (16, 128) if ON_GPU else (4, 64)
+if not ON_GPU:
+    torch.set_num_threads(1)  # restored at the end of the notebook
+torch.manual_seed(0)
+model = GPT(get_config("tiny")).to(device)
+
+
+def train_step(x, y):
+    logits = model(x)
+    loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+    model.zero_grad(set_to_none=True)
+    loss.backward()
+
+
+x_fixed, y_fixed = get_batch(train, BATCH, SEQ, device, generator=torch.Generator().manual_seed(0))
+g_inline = torch.Generator().manual_seed(1)
+t_data = time_fn(get_batch, train, BATCH, SEQ, device, min_run_time=0.1)
+t_fixed = time_fn(train_step, x_fixed, y_fixed, min_run_time=0.2)
+t_inline = time_fn(lambda: train_step(*get_batch(train, BATCH, SEQ, device, generator=g_inline)),
+                   min_run_time=0.2)
+with Prefetcher(train, BATCH, SEQ, device, generator=torch.Generator().manual_seed(1)) as batches:
+    t_prefetched = time_fn(lambda: train_step(*next(batches)), min_run_time=0.2)
+measured(f"get_batch alone, {BATCH} x {SEQ}", t_data * 1e3, "ms")
+measured("step, batch already on the device", t_fixed * 1e3, "ms")
+measured("step, get_batch inline", t_inline * 1e3, "ms")
+measured("step, Prefetcher", t_prefetched * 1e3, "ms")
+measured("data loading / step", t_data / t_fixed)
+if ON_GPU:
+    assert t_data < 0.25 * t_fixed, (t_data, t_fixed)  # token batches are cheap to make
+    assert t_prefetched < 1.2 * t_fixed, (t_prefetched, t_fixed)  # and loading is hidden
+
+# %% [markdown]
+# For a language model on a local memory-mapped file, sampling a batch of token ids is
+# cheap: a fraction of a millisecond, next to a step that costs milliseconds on a GPU and
+# tens of milliseconds here. Inline loading then costs little, and the prefetcher has
+# little to hide; on a GPU it should bring the step to within a few percent of the floor
+# (the notebook asserts 20%). On a two-core CPU there is little room for overlap at
+# all: the loader thread needs the second core, and both threads take turns holding
+# Python's global interpreter lock. The three step times here differ by noise more than
+# by data loading, and the notebook asserts nothing about them.
+#
+# Overlap pays off when loading is slow: a network filesystem, decompression, image
+# decoding. To see it we simulate storage latency. `SlowStorage` behaves like the token
+# array, except that every read first waits, as a read from remote storage would. Waiting
+# uses no CPU core and releases the interpreter lock, so even on a two-core CPU a
+# background thread can wait while the step computes. We set the wait to one step, as long
+# as the step itself:
+
+# %%
+class SlowStorage(np.ndarray):
+    """Token ids behind storage that takes `delay` seconds to answer every read."""
+
+    delay = 0.0
+
+    def __getitem__(self, index):
+        time.sleep(self.delay)  # waiting on I/O: no CPU, no interpreter lock
+        return np.asarray(self)[index]
+
+
+slow = np.asarray(train).view(SlowStorage)
+SlowStorage.delay = t_fixed  # one step of latency per batch
+g_slow = torch.Generator().manual_seed(1)
+t_slow_inline = time_fn(lambda: train_step(*get_batch(slow, BATCH, SEQ, device, generator=g_slow)),
+                        min_run_time=0.2)
+with Prefetcher(slow, BATCH, SEQ, device, generator=torch.Generator().manual_seed(1)) as batches:
+    t_slow_prefetched = time_fn(lambda: train_step(*next(batches)), min_run_time=0.2)
+measured("storage latency per batch", SlowStorage.delay * 1e3, "ms")
+measured("step, batch already on the device", t_fixed * 1e3, "ms")
+measured("step, slow storage, get_batch inline", t_slow_inline * 1e3, "ms")
+measured("step, slow storage, Prefetcher", t_slow_prefetched * 1e3, "ms")
+if ON_GPU:  # on a CPU shared with other jobs, the step time itself can swing 10x
+    assert t_slow_prefetched < 0.9 * t_slow_inline, (t_slow_prefetched, t_slow_inline)
+
+# %% [markdown]
+# Inline, every step pays the latency on top of the compute; with the prefetcher the wait
+# happens during the previous step, and the step time returns to about the floor. (On an
+# idle machine, that is: the notebook asserts it only on a GPU machine, because on a CPU
+# that other jobs are using, the step time itself can change tenfold between two
+# measurements.) The
+# prefetcher can hide loading only up to the length of a step: if a batch takes longer to
+# load than to train on, the step waits for the difference, and the fix is more loading
+# threads or processes (what `torch.utils.data.DataLoader`'s `num_workers` provides), not
+# a deeper queue.
+
+# %%
+torch.set_num_threads(threads)
+scratch.cleanup()
+check("temporary folder still exists", TMP.exists(), False)
+
+# %% [markdown]
+# ## Exercises
+#
+# The notes' self-test has no question on data loading, so here are two of our own. Try
+# each before you expand the hidden solution cell below it; the answer is written at the
+# top of that cell.
+#
+# ### Q6a. How big is a 15T-token dataset?
+#
+# The §1.1 model trains on 15T tokens. How many bytes is that stored as uint16, and as
+# int64? Llama 3's vocabulary has 128,256 tokens: which unsigned dtype does it need, and
+# what does the dataset cost then? Give decimal and binary units (`format_bytes`).
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Answer. 15e12 tokens x 2 bytes = 30 TB (27.3 TiB) in uint16, x 8 bytes = 120 TB (109 TiB)
+# in int64: 4x more, for ids that never exceed 16 bits. 128,256 ids need 17 bits, so
+# uint16 cannot hold them (ids above 65,535 would wrap); the next size, uint32, makes the
+# dataset 60 TB (54.6 TiB). Which is why the dataset stays narrow on disk and only each
+# batch is widened to int64.
+D = 15 * 10**12
+dataset = {name: D * np.dtype(name).itemsize for name in ("uint16", "uint32", "int64")}
+for name, n_bytes in dataset.items():
+    print(f"{name:<7} {format_bytes(n_bytes)}")
+check("uint16", format_bytes(dataset["uint16"]), "30 TB (27.3 TiB)")
+check("int64", format_bytes(dataset["int64"]), "120 TB (109 TiB)")
+check("int64 / uint16", dataset["int64"] // dataset["uint16"], 4)
+check("bits needed for 128,256 ids", (128_256 - 1).bit_length(), 17)
+check("smallest unsigned dtype that holds them",
+      next(t for t in ("uint8", "uint16", "uint32") if np.iinfo(t).max >= 128_255), "uint32")
+check("Llama 3 vocabulary, uint32", format_bytes(dataset["uint32"]), "60 TB (54.6 TiB)")
+
+# %% [markdown]
+# ### Q6b. What does one batch cost?
+#
+# A run samples batches of 64 random windows of 1,024 tokens from that 30 TB uint16 file
+# with the vectorised `get_batch`. Per step:
+#
+# 1. How many bytes of token ids does the batch contain, as stored on disk?
+# 2. The operating system reads whole 4 KiB pages. How many pages does one window touch
+#    at most, and on average? (Check the average by drawing random starts.) How many bytes
+#    must come off the disk per batch, then, if nothing is cached?
+# 3. How big are `x` and `y` on the GPU, as int64? How many such batches would fit in
+#    80 GB of GPU memory?
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Answer. (1) 64 windows x 1,025 tokens x 2 bytes = 131,200 bytes (x and y share all but one
+# token per window). (2) A window is 2,050 bytes, at most 2 pages. Its start is an even
+# byte offset, uniform within a page, and it crosses into a second page when it starts in
+# the page's second half: 1.5 pages on average, so about 64 x 1.5 x 4 KiB = 384 KiB read
+# per batch, 3x the bytes used (more with readahead): random access has read
+# amplification. (3) x and y are 2 x 64 x 1,024 x 8 bytes = 1 MiB; 80 GB holds 76,293 of
+# them. The batch is never what fills a GPU; the activations it produces are (notebook 04, §4.3).
+B, T, PAGE = 64, 1024, 4096
+window_bytes = (T + 1) * 2
+check("1. bytes of token ids per batch", B * window_bytes, 131_200)
+check("2. pages per window, at most", (window_bytes - 2) // PAGE + 2, 2)
+check("   pages per window, on average (even start offsets)", 1 + (window_bytes - 2) / PAGE, 1.5)
+sim_starts = torch.randint(D - T, (100_000,), generator=torch.Generator().manual_seed(0)).numpy()
+sim_pages = (2 * (sim_starts + T) + 1) // PAGE - 2 * sim_starts // PAGE + 1
+check("   ...100,000 random starts agree", float(sim_pages.mean()), 1.5, rel=0.01)
+read_per_batch = B * 1.5 * PAGE
+check("   bytes read per batch, nothing cached", format_bytes(read_per_batch), "393 kB (384 KiB)")
+check("   read amplification", round(read_per_batch / (B * window_bytes), 2), 3.0)
+xy_bytes = 2 * tensor_bytes((B, T), torch.int64)
+check("3. x + y on the GPU", format_bytes(xy_bytes), "1.05 MB (1 MiB)")
+check("   batches in 80 GB", int(80e9 // xy_bytes), 76_293)

@@ -1,0 +1,866 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python (pytorch-resource-accounting)
+#     language: python
+#     name: pytorch-resource-accounting
+# ---
+
+# %% [markdown]
+# # 07 · Optimizers: update rules, and the memory they cost
+#
+# The optimizer is the last piece of a training step, and the one that decides most of
+# its memory. This notebook covers §7.1, §7.2 and §1.2 of the lecture notes and
+# self-test question Q3:
+#
+# 1. **§7.1**: the lineage SGD → Momentum → AdaGrad → RMSProp → Adam → AdamW. Each step
+#    adds one piece of memory to the gradient. We run all six (written from their
+#    equations in `lecture_utils.optim`) on the same ill-conditioned problem, and check
+#    the three fixes that separate them: AdaGrad's dying step size against RMSProp's,
+#    Adam's bias correction, and AdamW's decoupled weight decay.
+# 2. **§7.2**: the state each optimizer keeps, *measured* (0, 1, 1, 1, 2 and 2 copies of
+#    the parameters) and set beside a prediction; on a GPU, the transient memory of
+#    torch's three AdamW implementations.
+# 3. **§1.2**: the 16 bytes per parameter of fp32 AdamW, rebuilt from real tensors.
+# 4. **§7.2**: the two ways out, sharding (ZeRO stages 1–3, as arithmetic and one point
+#    measured on two processes) and compression (8-bit states, Adafactor).
+#
+# Every claim prints a `✓` line: it is an assertion, so the notebook fails if a claim
+# is wrong. Lines starting with `[measured]` depend on the machine. The notebook runs on
+# a CPU and on a CUDA GPU; the one cell that needs a GPU says so and is skipped elsewhere.
+
+# %%
+from lecture_utils import setup
+device = setup()
+
+# %%
+import math
+from fractions import Fraction
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from torch import nn
+
+from lecture_utils import check, cuda_only, measured
+from lecture_utils.memory import (
+    OPTIMIZER_STATE_COPIES,
+    bytes_per_param,
+    format_bytes,
+    param_breakdown,
+    predict_training_memory,
+    tensor_bytes,
+)
+from lecture_utils.optim import (
+    OPTIMIZERS,
+    SGD,
+    AdaGrad,
+    Adam,
+    AdamW,
+    Momentum,
+    RMSProp,
+    state_bytes,
+    zero_state_bytes,
+)
+
+f64 = torch.float64  # the toy problems below run in float64 on the CPU: exact and repeatable
+
+# %% [markdown]
+# ## §7.1 From SGD to AdamW
+#
+# Write $g_t$ for the gradient at step $t$, $\eta$ for the learning rate and $\theta$ for
+# the parameters. Each optimizer in the lineage keeps one more running statistic of the
+# gradient than the one before it:
+#
+# | optimizer | update rule | state per parameter |
+# | :--- | :--- | :--- |
+# | SGD | $\theta \leftarrow \theta - \eta\, g_t$ | none |
+# | Momentum | $b_t = \mu\, b_{t-1} + g_t,\quad \theta \leftarrow \theta - \eta\, b_t$ | $b$ (momentum buffer) |
+# | AdaGrad | $s_t = s_{t-1} + g_t^2,\quad \theta \leftarrow \theta - \eta\, g_t / (\sqrt{s_t} + \epsilon)$ | $s$ (sum of squared gradients) |
+# | RMSProp | $s_t = \alpha\, s_{t-1} + (1-\alpha)\, g_t^2,\quad \theta \leftarrow \theta - \eta\, g_t / (\sqrt{s_t} + \epsilon)$ | $s$ (moving average of $g^2$) |
+# | Adam | $m_t = \beta_1 m_{t-1} + (1-\beta_1) g_t,\quad v_t = \beta_2 v_{t-1} + (1-\beta_2) g_t^2$ | $m$, $v$ |
+# | | $\hat m_t = m_t / (1-\beta_1^t),\quad \hat v_t = v_t / (1-\beta_2^t),\quad \theta \leftarrow \theta - \eta\, \hat m_t / (\sqrt{\hat v_t} + \epsilon)$ | |
+# | AdamW | $\theta \leftarrow \theta - \eta\lambda\,\theta$, then the Adam step | $m$, $v$ |
+#
+# All squares, square roots and divisions act elementwise, so every statistic is a
+# tensor of the parameter's shape. The hyper-parameter conventions are torch.optim's
+# (the optimizers are tested against it). The cell below checks the last column against
+# the real thing: it reads each optimizer's `state` after one step on a 3 × 4 parameter.
+
+# %%
+w0 = torch.randn(3, 4, dtype=f64)
+print(f"{'optimizer':<9} {'state tensors (name: shape)':<44} {'copies of theta':>15}")
+copies = {}
+for name, cls in OPTIMIZERS.items():
+    w = w0.clone()
+    opt = cls([w], lr=0.1)
+    w.grad = torch.ones_like(w)
+    opt.step()
+    tensors = {k: tuple(v.shape) for k, v in opt.state[w].items() if isinstance(v, torch.Tensor)}
+    copies[name] = sum(math.prod(s) for s in tensors.values()) // w.numel()
+    listed = ", ".join(f"{k}: {s}" for k, s in tensors.items()) or "(none)"
+    print(f"{name:<9} {listed:<44} {copies[name]:>15}")
+check("state copies per optimizer", list(copies.values()), [0, 1, 1, 1, 2, 2])
+check("...as lecture_utils.memory predicts", copies, OPTIMIZER_STATE_COPIES)
+
+# %% [markdown]
+# (The step count $t$ that AdaGrad, RMSProp and Adam need is a Python `int` here;
+# torch.optim stores it as a 4-byte tensor per parameter tensor, which §7.2 counts.)
+#
+# **A loose word in the notes.** The notes' table calls momentum "an exponential moving
+# average of the gradient". In the convention above (torch's, and the one most code
+# uses), $b_t = \mu b_{t-1} + g_t$ is a *sum* with decaying weights, not an average:
+# under a constant gradient it grows to $g/(1-\mu) = 10g$ for $\mu = 0.9$. The averaging
+# form $b_t = \mu b_{t-1} + (1-\mu) g_t$ is the same optimizer with $\eta$ multiplied by
+# $1-\mu$, so a learning rate tuned in one convention is 10 × off in the other.
+
+# %%
+mu, g_const = 0.9, 3.0
+w = torch.zeros(1, dtype=f64)
+opt = Momentum([w], lr=0.01, momentum=mu)
+buffers = []
+for _ in range(200):
+    w.grad = torch.full_like(w, g_const)
+    opt.step()
+    buffers.append(opt.state[w]["momentum_buffer"].item())
+for t in (1, 2, 10, 200):
+    print(f"t = {t:>3}: b_t / g = {buffers[t - 1] / g_const:.4f}")
+expected = [g_const * (1 - mu**t) / (1 - mu) for t in range(1, 201)]
+check("b_t == g (1 - mu^t) / (1 - mu), t = 1..200", torch.tensor(buffers, dtype=f64),
+      torch.tensor(expected, dtype=f64), rel=1e-12)
+check("steady state b / g -> 1 / (1 - mu)", round(buffers[-1] / g_const, 6), 10.0)
+
+# %% [markdown]
+# ### Six optimizers on one ill-conditioned valley
+#
+# The test problem is the quadratic
+#
+# $$f(x, y) = \tfrac12\,(x^2 + 50\,y^2),$$
+#
+# a valley 50 times steeper across ($y$) than along ($x$). Its gradient is
+# $(x, 50y)$, so we compute it exactly instead of calling autograd. Every optimizer starts
+# at $(-8, 1.5)$ and takes 60 steps. The learning rates are sensible ones for each method,
+# not tuned to a winner: SGD gets $\eta = 0.035$, just under its stability limit
+# $2/50 = 0.04$, and Momentum gets the same $\eta$ with the usual $\mu = 0.9$.
+
+# %%
+CURVATURE = torch.tensor([1.0, 50.0], dtype=f64)
+START, STEPS = (-8.0, 1.5), 60
+
+
+def f(p):
+    """The valley's loss for points p of shape (..., 2)."""
+    return 0.5 * (CURVATURE * p**2).sum(-1)
+
+
+def trajectory(cls, **hparams):
+    """The STEPS + 1 points an optimizer visits from START, as a (STEPS + 1, 2) tensor."""
+    p = torch.tensor(START, dtype=f64)
+    opt = cls([p], **hparams)
+    path = [p.clone()]
+    for _ in range(STEPS):
+        p.grad = CURVATURE * p  # the exact gradient of f
+        opt.step()
+        path.append(p.clone())
+    return torch.stack(path)
+
+
+RUNS = {
+    "SGD": (SGD, {"lr": 0.035}),
+    "Momentum": (Momentum, {"lr": 0.035, "momentum": 0.9}),
+    "AdaGrad": (AdaGrad, {"lr": 1.0}),
+    "RMSProp": (RMSProp, {"lr": 0.1}),
+    "Adam": (Adam, {"lr": 0.2}),
+    "AdamW": (AdamW, {"lr": 0.2, "weight_decay": 0.01}),
+}
+paths = {name: trajectory(cls, **hp) for name, (cls, hp) in RUNS.items()}
+final = {name: f(path[-1]).item() for name, path in paths.items()}
+
+print(f"{'optimizer':<9} {'hyper-parameters':<30} {'f after 10':>10} {'30':>8} {'60 steps':>9}")
+for name, path in paths.items():
+    hp = ", ".join(f"{k}={v}" for k, v in RUNS[name][1].items())
+    print(f"{name:<9} {hp:<30} {f(path[10]).item():>10.3g} {f(path[30]).item():>8.3g} "
+          f"{final[name]:>9.3g}")
+
+# %%
+xs, ys = np.linspace(-9, 4, 200), np.linspace(-2, 2, 200)
+X, Y = np.meshgrid(xs, ys)
+Z = 0.5 * (X**2 + 50 * Y**2)
+fig, axes = plt.subplots(2, 3, figsize=(11, 5.5), sharex=True, sharey=True)
+for ax, (name, path) in zip(axes.flat, paths.items(), strict=True):
+    ax.contour(X, Y, Z, levels=np.geomspace(0.05, 150, 12), colors="0.7", linewidths=0.7)
+    ax.plot(path[:, 0], path[:, 1], ".-", color="C3", lw=1, ms=3)
+    ax.plot(*START, "ko", ms=4)
+    ax.plot(0, 0, "k*", ms=8)
+    hp = ", ".join(f"{k}={v}" for k, v in RUNS[name][1].items())
+    ax.set_title(f"{name} ({hp})\nf after {STEPS} steps: {final[name]:.3g}", fontsize=9)
+    ax.set_xlim(-9, 4)
+    ax.set_ylim(-2, 2)
+for ax in axes[1]:
+    ax.set_xlabel("x")
+for ax in axes[:, 0]:
+    ax.set_ylabel("y")
+fig.suptitle("f(x, y) = (x² + 50 y²) / 2: same start, same number of steps", fontsize=10)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# What the picture shows, checked:
+#
+# * **SGD** on a quadratic is solvable exactly: each coordinate is multiplied by
+#   $1 - \eta\lambda$ per step. Across the valley that factor is $1 - 0.035 \cdot 50 =
+#   -0.75$, so $y$ flips sign at *every* step (the zigzag); along it the factor is
+#   $0.965$, so $x$ crawls. The steep direction caps $\eta$, and the flat one pays for it.
+# * **Momentum** at the same $\eta$ ends lower, but not by damping the zigzag. With
+#   $\mu = 0.9$ both directions shrink by $\sqrt{\mu} \approx 0.949$ per step (the moduli
+#   of the roots of $z^2 - (1 + \mu - \eta\lambda) z + \mu$, complex for both curvatures
+#   here). Along $x$ that beats SGD's $0.965$; across $y$ it is slower than SGD's $0.75$,
+#   which is why the path keeps swinging across the valley and overshoots the minimum.
+#   The flat direction is what holds SGD back, so the trade pays off.
+# * **AdaGrad, RMSProp and Adam** divide each coordinate by its own gradient scale, so
+#   their first step is the same length in $x$ and $y$ (a diagonal move), whatever the
+#   50 × difference in curvature. AdaGrad and Adam move exactly $\eta$ per coordinate;
+#   RMSProp moves $\eta/\sqrt{1-\alpha} = 10\eta$, for a reason shown further down.
+
+# %%
+sgd = paths["SGD"]
+lr_sgd = RUNS["SGD"][1]["lr"]
+closed_form = torch.tensor([START[0] * (1 - lr_sgd) ** STEPS, START[1] * (1 - 50 * lr_sgd) ** STEPS],
+                           dtype=f64)
+print(f"SGD after {STEPS} steps: x = {sgd[-1, 0].item():.6f}, y = {sgd[-1, 1].item():.3e}")
+check("SGD: (x_N, y_N) == (x_0 (1 - lr)^N, y_0 (1 - 50 lr)^N)", sgd[-1], closed_form, rel=1e-12)
+signs = torch.sign(sgd[:, 1])
+check("SGD: y changes sign at every one of the 60 steps", bool((signs[1:] == -signs[:-1]).all()),
+      True)
+mu_run = RUNS["Momentum"][1]["momentum"]
+moduli = [np.abs(np.roots([1, -(1 + mu_run - lr_sgd * lam), mu_run])) for lam in CURVATURE.tolist()]
+check("Momentum: every root has modulus sqrt(mu), along x and across y", np.concatenate(moduli),
+      np.full(4, math.sqrt(mu_run)), rel=1e-9)
+check("Momentum ends lower than SGD at the same lr", final["Momentum"] < final["SGD"], True)
+
+first_moves = {}
+for name in ("AdaGrad", "RMSProp", "Adam"):
+    first_moves[name] = (paths[name][1] - paths[name][0]).abs()
+    lr_ = RUNS[name][1]["lr"]
+    scale = 1 / math.sqrt(1 - 0.99) if name == "RMSProp" else 1.0  # RMSProp's default alpha
+    check(f"{name}: first step moves |dx| == |dy| == {scale * lr_:g}", first_moves[name],
+          torch.full((2,), scale * lr_, dtype=f64), rel=1e-7)
+check("AdaGrad (lr 1) and RMSProp (lr 0.1): identical first step",
+      first_moves["AdaGrad"], first_moves["RMSProp"], rel=1e-7)
+check("with these lrs, every adaptive method ends below SGD",
+      all(final[n] < final["SGD"] for n in ("AdaGrad", "RMSProp", "Adam", "AdamW")), True)
+gap = (paths["Adam"] - paths["AdamW"]).norm(dim=1).max().item()
+print(f"largest distance between the Adam and AdamW paths: {gap:.2f}")
+check("AdamW's path stays within 0.3 of Adam's", gap < 0.3, True)
+
+# %% [markdown]
+# Two caveats keep this picture honest. The valley is *axis-aligned*, which is exactly the
+# case a per-coordinate scale fixes; rotate it 45° and $\sqrt{s}$ can no longer tell the
+# steep direction from the flat one. And a 2-D quadratic says nothing about noise, which
+# is where momentum and the moving averages earn most of their keep in real training.
+# AdamW's decay, $\eta\lambda = 0.002$ per step, pulls towards the origin, which here is
+# also the minimum, so its path never strays far from Adam's. Where decoupling matters is
+# shown two sections down.
+
+# %% [markdown]
+# ### AdaGrad's step size dies; RMSProp's does not
+#
+# Feed both a constant gradient $g$ and watch the effective learning rate
+# $\eta / (\sqrt{s_t} + \epsilon)$, read from the optimizer's own state. Both have a
+# closed form:
+#
+# * AdaGrad sums: $s_t = t\,g^2$, so $\eta/\sqrt{s_t} = \eta / (|g|\sqrt t)$. It falls like
+#   $1/\sqrt t$ for ever, however long the gradient stays informative.
+# * RMSProp averages: $s_t = (1-\alpha^t)\,g^2$, so $\eta/\sqrt{s_t} = \eta /
+#   (|g|\sqrt{1-\alpha^t}) \to \eta/|g|$. The step settles instead of dying.
+
+# %%
+G, LR, T = 2.0, 0.01, 1000
+
+
+def effective_lr(cls, key, **hparams):
+    """Run T steps on a constant gradient G; return eta / (sqrt(s) + eps) and the distance moved."""
+    p = torch.zeros(1, dtype=f64)
+    opt = cls([p], lr=LR, **hparams)
+    eps = opt.defaults["eps"]
+    eff, moved = [], []
+    for _ in range(T):
+        before = p.item()
+        p.grad = torch.full_like(p, G)
+        opt.step()
+        eff.append(LR / (opt.state[p][key].sqrt().item() + eps))
+        moved.append(before - p.item())
+    return torch.tensor(eff, dtype=f64), torch.tensor(moved, dtype=f64)
+
+
+t = torch.arange(1, T + 1, dtype=f64)
+ada_eff, ada_moved = effective_lr(AdaGrad, "sum")
+rms_eff, rms_moved = effective_lr(RMSProp, "square_avg", alpha=0.99)
+check("AdaGrad: eta / sqrt(s_t) == eta / (|g| sqrt t)", ada_eff, LR / (G * t.sqrt()), rel=1e-9)
+check("RMSProp: eta / sqrt(s_t) == eta / (|g| sqrt(1 - alpha^t))", rms_eff,
+      LR / (G * (1 - 0.99**t).sqrt()), rel=1e-7)
+check("the distance moved per step is eff * g (AdaGrad)", ada_moved, ada_eff * G, rel=1e-9)
+check("AdaGrad: step 100 is 1/10 of step 1", round((ada_moved[99] / ada_moved[0]).item(), 9), 0.1)
+check("RMSProp: step 1000 is within 0.01% of eta", round(rms_moved[-1].item(), 7), LR, rel=1e-4)
+print(f"after {T} steps: AdaGrad moved {ada_moved.sum().item():.4f}, "
+      f"RMSProp moved {rms_moved.sum().item():.4f} (eta * T = {LR * T:g})")
+check("AdaGrad's total distance < 2 eta sqrt(T)", ada_moved.sum().item() < 2 * LR * math.sqrt(T),
+      True)
+
+# %%
+fig, ax = plt.subplots(figsize=(7.0, 3.5))
+ax.loglog(t, ada_eff, label="AdaGrad: η / (|g| √t)")
+ax.loglog(t, rms_eff, label="RMSProp (α = 0.99): η / (|g| √(1 − αᵗ))")
+ax.axhline(LR / G, color="0.5", lw=1, ls=":")
+ax.text(1.2, LR / G * 1.1, "η / |g|", color="0.4", fontsize=8)
+ax.set_xlabel("step t (constant gradient g = 2)")
+ax.set_ylabel("effective lr  η / √s")
+ax.set_title("AdaGrad's step size falls like 1/√t; RMSProp's settles", loc="left")
+ax.legend(frameon=False, fontsize=8, loc="lower left")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# The plot shows a second thing the notes do not mention: RMSProp's *first* step is
+# $1/\sqrt{1-\alpha} = 10$ times too large. Its average starts at $s_0 = 0$, so after one
+# step it holds only $(1-\alpha) g^2 = 0.01\,g^2$ and underestimates $g^2$ a hundredfold.
+# That zero-initialisation bias is what Adam corrects.
+
+# %% [markdown]
+# ### Adam's bias correction, step by step
+#
+# Adam starts $m_0 = v_0 = 0$ as well. Under a constant gradient the recursions give
+# $m_t = (1-\beta_1^t)\,g$ and $v_t = (1-\beta_2^t)\,g^2$: both start far too small.
+# Dividing by $1-\beta^t$ removes the bias exactly, so $\hat m_t = g$ and
+# $\hat v_t = g^2$ from the first step on. One consequence is easy to check: the first
+# Adam step moves every parameter by $\eta\, g/(|g| + \epsilon) \approx \eta \operatorname{sign}(g)$,
+# whatever the gradient's scale. Four parameters with gradients from $10^{-3}$ to
+# $10^3$ all move by $\eta$ (up to $\epsilon/|g| \le 10^{-5}$):
+
+# %%
+beta1, beta2, lr = 0.9, 0.999, 0.01
+g = torch.tensor([1e-3, 1.0, 1e3, -50.0], dtype=f64)
+p = torch.zeros(4, dtype=f64)
+adam = Adam([p], lr=lr, betas=(beta1, beta2))
+ms, m_hats, v_hats, steps_taken = [], [], [], []
+for step in range(1, 21):
+    before = p.clone()
+    p.grad = g.clone()
+    adam.step()
+    steps_taken.append(p - before)
+    m, v = adam.state[p]["exp_avg"], adam.state[p]["exp_avg_sq"]
+    ms.append(m.clone())
+    m_hats.append(m / (1 - beta1**step))
+    v_hats.append(v / (1 - beta2**step))
+
+check("first step == -lr * sign(g), for |g| from 1e-3 to 1e3", steps_taken[0], -lr * g.sign(),
+      rel=1e-5)
+print(f"{'t':>3} {'m_t / g (raw)':>14} {'1 - beta1^t':>12} {'m_hat_t / g':>12}")
+for step in (1, 2, 3, 5, 10, 20):
+    print(f"{step:>3} {(ms[step - 1] / g)[1].item():>14.4f} {1 - beta1**step:>12.4f} "
+          f"{(m_hats[step - 1] / g)[1].item():>12.4f}")
+check("raw m_t == (1 - beta1^t) g, t = 1..20", torch.stack(ms),
+      torch.stack([(1 - beta1**s) * g for s in range(1, 21)]), rel=1e-12)
+check("corrected m_hat_t == g at every step", torch.stack(m_hats), g.expand(20, 4), rel=1e-12)
+check("corrected v_hat_t == g^2 at every step", torch.stack(v_hats), (g**2).expand(20, 4),
+      rel=1e-12)
+
+# %% [markdown]
+# **What happens without the correction?** The notes say it "offsets the underestimate
+# caused by the zero initialisation", which suggests that uncorrected steps would be too
+# small. Both moments are underestimated, but the step is a ratio of the two, and whether
+# it comes out too small or too large depends on the betas. Without correction, the step
+# is the corrected one times
+#
+# $$r(t) = \frac{1-\beta_1^t}{\sqrt{1-\beta_2^t}},$$
+#
+# and with the common $\beta_2 = 0.999$ the denominator is the smaller one: the first
+# step is $0.1/\sqrt{0.001} = 3.2\times$ too *large*, and the error peaks at about
+# $6.6\times$ around step 12. With $\beta_2 = 0.95$, common for LLMs, the first eight
+# steps are too small instead, and later ones up to 10% too large. We check $r(t)$
+# against an uncorrected Adam written out by hand, run side by side with the real one:
+
+# %%
+def uncorrected_over_corrected(beta1, beta2, steps, g=1.0, lr=1e-3):
+    """Step of Adam without bias correction / step of Adam with it, under a constant g."""
+    p = torch.zeros(1, dtype=f64)
+    adam = Adam([p], lr=lr, betas=(beta1, beta2))
+    m = v = 0.0
+    ratios = []
+    for _ in range(steps):
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g * g
+        raw_step = lr * m / (math.sqrt(v) + 1e-8)
+        before = p.item()
+        p.grad = torch.full_like(p, g)
+        adam.step()
+        ratios.append(raw_step / (before - p.item()))
+    return torch.tensor(ratios, dtype=f64)
+
+
+steps_r = torch.arange(1, 10_001, dtype=f64)
+r = {b2: (1 - beta1**steps_r) / (1 - b2**steps_r).sqrt() for b2 in (0.999, 0.95)}
+for b2 in r:
+    check(f"beta2 = {b2}: r(t) matches uncorrected / corrected Adam, t = 1..50",
+          uncorrected_over_corrected(beta1, b2, 50), r[b2][:50], rel=1e-6)
+peak = int(r[0.999].argmax()) + 1
+print(f"beta2 = 0.999: r(1) = {r[0.999][0].item():.3f}, peak r({peak}) = {r[0.999].max().item():.3f}")
+print(f"beta2 = 0.95:  r(1) = {r[0.95][0].item():.3f}")
+check("beta2 = 0.999: first uncorrected step is 3.16x too large", round(r[0.999][0].item(), 4),
+      3.162, rel=1e-3)
+check("beta2 = 0.999: worst step", peak, 12)
+check("beta2 = 0.999: ...and its ratio", round(r[0.999].max().item(), 4), 6.57, rel=1e-3)
+late = int((r[0.999] - 1 > 0.01).nonzero().max()) + 1
+check("beta2 = 0.999: still > 1% too large until step", late, 3924)
+check("beta2 = 0.95: first uncorrected step is too small", round(r[0.95][0].item(), 4), 0.447,
+      rel=1e-3)
+check("beta2 = 0.95: first step that is too large", int((r[0.95] > 1).nonzero().min()) + 1, 9)
+check("beta2 = 0.95: ...by at most", round(r[0.95].max().item(), 4), 1.097, rel=1e-3)
+
+# %%
+fig, ax = plt.subplots(figsize=(7.0, 3.5))
+for b2, ratio in r.items():
+    ax.semilogx(steps_r, ratio, label=f"β₁ = 0.9, β₂ = {b2}")
+ax.axhline(1, color="0.5", lw=1)
+ax.set_xlabel("step t")
+ax.set_ylabel("uncorrected / corrected step")
+ax.set_title("Without bias correction, Adam's early steps are wrong by up to 6.6x", loc="left")
+ax.legend(frameon=False)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ### Adam + L2 versus AdamW: who gets regularised?
+#
+# Weight decay shrinks the parameters a little at every step. Plain Adam implements it as
+# L2 regularisation, adding $\lambda\theta$ to the gradient. That term then goes through
+# Adam's normalisation like the rest of $g$, so the decay a parameter feels is
+# $\eta\lambda\theta / \sqrt{\hat v}$: divided by that parameter's own gradient scale.
+# AdamW applies $\theta \leftarrow \theta - \eta\lambda\theta$ *outside* the normalisation,
+# the same for everyone.
+#
+# An experiment with two parameters, both starting at 1. One gets gradients of size
+# $10^{-3}$, the other $10^2$, with alternating signs so that the gradient alone does not
+# move either far. Each is trained for 1000 steps ($\eta = 10^{-2}$, $\lambda = 0.1$)
+# three times: without decay, with Adam + L2, and with AdamW. Dividing by the no-decay run
+# isolates what the decay did.
+
+# %%
+SCALES = torch.tensor([1e-3, 1e2], dtype=f64)
+T_WD, LR_WD, WD = 1000, 1e-2, 0.1
+
+
+def train(cls, weight_decay):
+    p = torch.ones(2, dtype=f64)
+    opt = cls([p], lr=LR_WD, weight_decay=weight_decay)
+    for step in range(T_WD):
+        p.grad = SCALES * (1.0 if step % 2 == 0 else -1.0)
+        opt.step()
+    return p
+
+
+no_decay = train(Adam, 0.0)
+shrink = {"Adam + L2": train(Adam, WD) / no_decay, "AdamW": train(AdamW, WD) / no_decay}
+per_step = {k: 1 - s ** (1 / T_WD) for k, s in shrink.items()}
+
+print(f"{'gradient scale':>14} {'':>4}{'Adam + L2':>20} {'AdamW':>20}")
+print(f"{'':>18}{'kept':>10} {'decay/step':>10}{'kept':>10} {'decay/step':>10}")
+for i, scale in enumerate(SCALES.tolist()):
+    l2, dec = shrink["Adam + L2"][i].item(), shrink["AdamW"][i].item()
+    print(f"{scale:>14g} {'':>4}{l2:>9.3g} {per_step['Adam + L2'][i].item():>10.2e}"
+          f"{dec:>10.3g} {per_step['AdamW'][i].item():>10.2e}")
+
+check("AdamW: both parameters keep (1 - lr * wd)^T", shrink["AdamW"],
+      torch.full((2,), (1 - LR_WD * WD) ** T_WD, dtype=f64), rel=1e-3)
+check("Adam + L2, large gradients: decay divided by |g| = 100, exp(-T lr wd / 100)",
+      round(shrink["Adam + L2"][1].item(), 4), math.exp(-T_WD * LR_WD * WD / 100), rel=1e-3)
+check("Adam + L2, large gradients: 100x weaker decay per step than AdamW",
+      round((per_step["AdamW"][1] / per_step["Adam + L2"][1]).item(), 1), 100, rel=0.01)
+check("Adam + L2, small gradients: decayed to almost nothing (kept < 0.1%)",
+      shrink["Adam + L2"][0].item() < 1e-3, True)
+
+# %% [markdown]
+# This is the notes' point, made quantitative. The parameter with large gradients is
+# **barely regularised**: 1% decay instead of AdamW's 63%. The effect also runs the other
+# way, which the notes do not say: for the parameter with tiny gradients, $\lambda\theta
+# = 0.1$ *is* most of its gradient, and Adam normalises it into a full $\eta$-sized step
+# towards zero every step, so it is driven to zero. Adam + L2 decays each parameter at a
+# rate set by its gradient scale. AdamW decays all of them at the same rate $\eta\lambda$.
+
+# %% [markdown]
+# ## §7.2 Why AdamW eats memory
+#
+# Each state tensor has the shape of its parameter, so the state is a whole number of
+# copies of the model. We run one step of each optimizer on the same small MLP and add up
+# the bytes in `optimizer.state` with `state_bytes`. Beside it, the prediction from
+# `lecture_utils.memory.predict_training_memory`, which is modelled on **torch.optim**:
+# it adds torch's 4-byte `step` tensor per parameter tensor for the adaptive optimizers.
+# Ours keep the step as a Python int, so we compare to the prediction minus those bytes,
+# and run torch.optim's counterparts alongside to check the prediction as it stands.
+
+# %%
+model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64))
+params = list(model.parameters())
+n_params = sum(p.numel() for p in params)
+param_bytes = sum(tensor_bytes(p) for p in params)
+batch = torch.randn(32, 64)
+TORCH_OPTIMIZERS = {
+    "sgd": lambda ps: torch.optim.SGD(ps, lr=1e-3),
+    "momentum": lambda ps: torch.optim.SGD(ps, lr=1e-3, momentum=0.9),
+    "adagrad": lambda ps: torch.optim.Adagrad(ps, lr=1e-2),
+    "rmsprop": lambda ps: torch.optim.RMSprop(ps, lr=1e-2),
+    "adam": lambda ps: torch.optim.Adam(ps, lr=1e-3),
+    "adamw": lambda ps: torch.optim.AdamW(ps, lr=1e-3),
+}
+
+
+def one_step(opt):
+    opt.zero_grad(set_to_none=True)
+    model(batch).pow(2).mean().backward()
+    opt.step()
+    return state_bytes(opt)
+
+
+print(f"model: {n_params:,} parameters in {len(params)} tensors, {param_bytes:,} B")
+print(f"{'optimizer':<9} {'ours':>8} {'/ params':>9} {'torch.optim':>12} {'predicted':>10} "
+      f"{'step bytes':>10}")
+ours, theirs, predicted, step_bytes = {}, {}, {}, {}
+for name, cls in OPTIMIZERS.items():
+    ours[name] = one_step(cls(params, lr=1e-3))
+    theirs[name] = one_step(TORCH_OPTIMIZERS[name](params))
+    predicted[name] = predict_training_memory(model, optimizer=name).optimizer_state
+    step_bytes[name] = predicted[name] - OPTIMIZER_STATE_COPIES[name] * param_bytes
+    print(f"{name:<9} {ours[name]:>8,} {ours[name] / param_bytes:>9g} {theirs[name]:>12,} "
+          f"{predicted[name]:>10,} {step_bytes[name]:>10}")
+
+check("ours: state / param bytes", [ours[n] / param_bytes for n in OPTIMIZERS],
+      [0.0, 1.0, 1.0, 1.0, 2.0, 2.0])
+check("ours == prediction - torch's step bytes", ours,
+      {n: predicted[n] - step_bytes[n] for n in OPTIMIZERS})
+check("torch.optim == prediction, step tensors included", theirs, predicted)
+check("step bytes: 4 per parameter tensor, adaptive optimizers only", list(step_bytes.values()),
+      [0, 0, 16, 16, 16, 16])
+
+# %% [markdown]
+# ### §1.2 The 16 bytes per parameter, rebuilt from measured tensors
+#
+# §1.2 of the notes counts 4 + 4 + 4 + 4 bytes per parameter for fp32 AdamW. Here each
+# term is a sum of real tensors after a real step: the parameters, their `.grad`, and
+# AdamW's `exp_avg` ($m$) and `exp_avg_sq` ($v$). The same measurement for SGD, Momentum and
+# AdaGrad reproduces the other fp32 recipes of `lecture_utils.memory`.
+
+# %%
+adamw = AdamW(params, lr=1e-3)
+one_step(adamw)
+measured_parts = {
+    "weights": sum(tensor_bytes(p) for p in params),
+    "gradients": sum(tensor_bytes(p.grad) for p in params),
+    "adam m": sum(tensor_bytes(adamw.state[p]["exp_avg"]) for p in params),
+    "adam v": sum(tensor_bytes(adamw.state[p]["exp_avg_sq"]) for p in params),
+}
+for part, b in measured_parts.items():
+    print(f"  {part:<10} {b:>7,} B = {b / n_params:g} B / param")
+print(f"  {'total':<10} {sum(measured_parts.values()):>7,} B = "
+      f"{sum(measured_parts.values()) / n_params:g} B / param")
+check("fp32 AdamW, measured per part", {k: b / n_params for k, b in measured_parts.items()},
+      {k: float(b) for k, b in param_breakdown("fp32_adamw").items()})
+check("fp32 AdamW, measured total / param", sum(measured_parts.values()) / n_params,
+      float(bytes_per_param("fp32_adamw")))
+
+RECIPE_OF = {"sgd": "fp32_sgd", "momentum": "fp32_sgd_momentum", "adagrad": "fp32_adagrad"}
+for name, recipe in RECIPE_OF.items():
+    opt = OPTIMIZERS[name](params, lr=1e-3)
+    total = param_bytes + sum(tensor_bytes(p.grad) for p in params) + one_step(opt)
+    check(f"{name}: measured bytes / param == {recipe}", total / n_params,
+          float(bytes_per_param(recipe)))
+
+# %% [markdown]
+# So fp32 AdamW spends 8 of its 16 bytes on optimizer state, twice the parameters
+# themselves, and the mixed-precision recipe of §1.2 (2 + 2 + 4 + 4 + 4) spends 12,
+# six times its bf16 weights. The notes' summary says AdamW makes the bytes per parameter
+# "4× the parameter itself". That holds for fp32 (16 / 4). Against the bf16 weights that
+# mixed precision actually computes with, it is 8× (16 / 2). Either way, the state is the
+# largest item, and the two ways out below go after it.
+
+# %%
+mixed = param_breakdown("mixed_bf16_adamw")
+check("fp32 AdamW: bytes / param over the weight's bytes",
+      bytes_per_param("fp32_adamw") / param_breakdown("fp32_adamw")["weights"], 4.0)
+check("mixed bf16 AdamW: bytes / param over the bf16 weight's bytes",
+      bytes_per_param("mixed_bf16_adamw") / mixed["weights (bf16)"], 8.0)
+check("mixed bf16 AdamW: optimizer state (master + m + v) / bf16 weight",
+      (mixed["master weights"] + mixed["adam m"] + mixed["adam v"]) / mixed["weights (bf16)"], 6.0)
+
+# %% [markdown]
+# ### On a GPU: the memory *inside* `step()`
+#
+# State is what an optimizer keeps between steps. `step()` also allocates temporaries
+# while it runs, and how many depends on the implementation. torch.optim.AdamW has three:
+#
+# * **for-loop** (`foreach=False`): one parameter at a time; its temporaries
+#   ($\sqrt{v}$ and the denominator) are the size of one parameter tensor;
+# * **foreach** (the default on CUDA): one batched kernel per operation across *all*
+#   parameters, so `_foreach_sqrt` materialises $\sqrt{v}$ for the whole model at once,
+#   about one more copy of the parameters;
+# * **fused** (`fused=True`): one kernel does the whole update per element, so it needs
+#   essentially no temporaries.
+#
+# The cell below measures the peak during a second `step()` (the first one allocates
+# $m$ and $v$) on 8 matrices of 2048 × 2048, 134 MB of fp32 parameters.
+
+# %%
+if cuda_only(device, "the peak memory of torch.optim.AdamW's step(): for-loop, foreach, fused"):
+    N_MATRICES, SIDE = 8, 2048
+    # predicted temporaries, in copies of all the parameters: sqrt(v) and the denominator of
+    # one matrix at a time / sqrt(v) of every matrix at once / none
+    PREDICTED = {"default": 1.0, "for-loop": 2 / N_MATRICES, "foreach": 1.0, "fused": 0.0}
+    IMPLEMENTATIONS = {"default": {}, "for-loop": {"foreach": False}, "foreach": {"foreach": True},
+                       "fused": {"fused": True}}
+    peak_extra = {}
+    for impl, kwargs in IMPLEMENTATIONS.items():
+        gen = torch.Generator(device=device).manual_seed(0)
+        weights = [torch.randn(SIDE, SIDE, device=device, generator=gen, requires_grad=True)
+                   for _ in range(N_MATRICES)]
+        for weight in weights:
+            weight.grad = torch.randn(weight.shape, device=device, generator=gen)
+        gpu_param_bytes = sum(tensor_bytes(weight) for weight in weights)
+        gpu_opt = torch.optim.AdamW(weights, lr=1e-3, **kwargs)
+        torch.cuda.synchronize()
+        start = torch.cuda.memory_allocated()
+        gpu_opt.step()  # the first step allocates m and v
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        gpu_opt.step()  # the second step only needs temporaries
+        torch.cuda.synchronize()
+        peak_extra[impl] = torch.cuda.max_memory_allocated() - before
+        measured(f"AdamW {impl}: state allocated by the first step", format_bytes(before - start))
+        measured(f"AdamW {impl}: extra memory during step()",
+                 f"{format_bytes(peak_extra[impl])} = {peak_extra[impl] / gpu_param_bytes:.3g} "
+                 f"copies of the parameters (predicted about {PREDICTED[impl]:g})")
+        assert before - start >= 2 * gpu_param_bytes, (impl, before - start)
+        del weights, weight, gpu_opt
+        torch.cuda.empty_cache()
+    assert peak_extra["fused"] <= peak_extra["foreach"], peak_extra
+    assert peak_extra["for-loop"] < peak_extra["foreach"], peak_extra
+
+# %% [markdown]
+# ## §7.2 Way out 1: sharding (ZeRO stages 1–3)
+#
+# With data parallelism on $G$ GPUs, every GPU normally holds all of the training state.
+# ZeRO (Rajbhandari et al., 2020) partitions it in three stages: first the optimizer
+# state, then the gradients, then the parameters themselves. Writing the bytes per
+# parameter as params + grads + $K$ (optimizer state), per GPU for $N$ parameters:
+#
+# | stage | partitioned | bytes per GPU |
+# | :--- | :--- | :--- |
+# | 0 (plain DP) | nothing | $(2 + 2 + K)\,N$ |
+# | 1 | optimizer state | $(2 + 2 + K/G)\,N$ |
+# | 2 | + gradients | $(2 + (2 + K)/G)\,N$ |
+# | 3 | + parameters | $(2 + 2 + K)\,N/G$ |
+#
+# The numbers are the ZeRO paper's mixed-precision Adam: bf16/fp16 parameters (2) and
+# gradients (2), and $K = 12$ for the fp32 master weights, $m$ and $v$. That is the
+# notes' 2 + 2 + 4 + 4 + 4 = 16. For plain fp32 AdamW it is 4 + 4 + $K$ with $K = 8$.
+# Exact fractions keep the arithmetic exact. The paper's own example (Figure 1: 7.5B
+# parameters on 64 GPUs) serves as the check.
+
+# %%
+def zero_bytes_per_gpu(n, gpus, stage, param=2, grad=2, k=12):
+    """Training-state bytes per GPU for n parameters under ZeRO `stage` (0-3), as a Fraction."""
+    n, g = Fraction(n), Fraction(gpus)
+    return {0: (param + grad + k) * n,
+            1: (param + grad + k / g) * n,
+            2: (param + (grad + k) / g) * n,
+            3: (param + grad + k) * n / g}[stage]
+
+
+N_PAPER, G_PAPER = 7_500_000_000, 64
+PAPER_FIGURE_1_GB = [120, 31.4, 16.6, 1.9]
+print(f"{'7.5B params':<13}" + "".join(f"{'G = ' + str(gp):>12}" for gp in (1, 8, 64, 1024)))
+for stage in range(4):
+    cells = [float(zero_bytes_per_gpu(N_PAPER, gp, stage)) / 1e9 for gp in (1, 8, 64, 1024)]
+    print(f"stage {stage:<7}" + "".join(f"{c:>9.4g} GB" for c in cells))
+check("ZeRO paper, Figure 1 (7.5B on 64 GPUs, GB per GPU)",
+      [round(float(zero_bytes_per_gpu(N_PAPER, G_PAPER, s)) / 1e9, 1) for s in range(4)],
+      PAPER_FIGURE_1_GB)
+check("stage 0 is the notes' 16 bytes / param",
+      zero_bytes_per_gpu(N_PAPER, 64, 0) / N_PAPER, Fraction(bytes_per_param("mixed_bf16_adamw")))
+check("stages 1 and 2 never drop below 4 and 2 bytes / param (G = 10^6)",
+      [float(zero_bytes_per_gpu(N_PAPER, 10**6, s) / N_PAPER) > floor for s, floor in ((1, 4), (2, 2))],
+      [True, True])
+check("fp32 AdamW, stage 3 on 8 GPUs: 16 N / 8 (the §1.2 40B limit)",
+      zero_bytes_per_gpu(40_000_000_000, 8, 3, param=4, grad=4, k=8), Fraction(80_000_000_000))
+
+# %%
+gpu_counts = [2**i for i in range(11)]
+fig, ax = plt.subplots(figsize=(7.0, 3.8))
+for stage, label in enumerate(["stage 0: plain DP", "stage 1: + optimizer state",
+                               "stage 2: + gradients", "stage 3: + parameters"]):
+    ax.loglog(gpu_counts, [float(zero_bytes_per_gpu(N_PAPER, gp, stage)) / 1e9 for gp in gpu_counts],
+              "o-", ms=3, label=label)
+ax.axhline(80, color="0.4", lw=1, ls=":")
+ax.text(2**8, 68, "80 GB", fontsize=8, color="0.4", va="top")
+ax.set_xscale("log", base=2)
+ax.set_xlabel("GPUs G")
+ax.set_ylabel("training state per GPU (GB)")
+ax.set_title("7.5B parameters, mixed-precision Adam (2 + 2 + 12 bytes / param)", loc="left")
+ax.legend(frameon=False, fontsize=8)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Stages 1 and 2 flatten out: whatever $G$, each GPU still holds the full bf16 parameters
+# (and, in stage 1, the gradients), so they bottom out at 4 and 2 bytes per parameter.
+# Only stage 3 keeps falling as $1/G$, and it pays for that by gathering every layer's
+# parameters over the network before using them (Lectures 7–8).
+#
+# ### One point measured: ZeRO stage 1 on two processes
+#
+# `zero_state_bytes()` (spawn-safe also when this notebook runs as a plain script) runs torch's `ZeroRedundancyOptimizer` with AdamW on 2 CPU
+# processes (gloo), for a bias-free stack of Linear layers of widths 256 → 512 → 512 →
+# 256, and reports each rank's optimizer state. Unsharded, AdamW's state would be
+# $8N$ bytes ($m$ and $v$ in fp32) plus torch's 4-byte step counter per tensor. Stage 1
+# on $G = 2$ should leave about half of it on each rank. The split cannot be exact,
+# because whole tensors are assigned to ranks.
+
+# %%
+SIZES = (256, 512, 512, 256)
+n_zero = sum(a * b for a, b in zip(SIZES[:-1], SIZES[1:], strict=True))
+n_tensors = len(SIZES) - 1
+one_rank_total = 8 * n_zero + 4 * n_tensors
+ranks = zero_state_bytes(SIZES, world_size=2)
+print(f"unsharded AdamW state: 8 x {n_zero:,} + 4 x {n_tensors} = {one_rank_total:,} B")
+for row in ranks:
+    print(f"rank {row['rank']}: {row['params']:,} params, {row['state_bytes']:,} B "
+          f"({row['state_bytes'] / one_rank_total:.4f} of the total)")
+check("each parameter lives on exactly one rank", sum(row["params"] for row in ranks), n_zero)
+check("the ranks' state adds up to the unsharded total",
+      sum(row["state_bytes"] for row in ranks), one_rank_total)
+for row in ranks:
+    check(f"rank {row['rank']}: within 1% of half", row["state_bytes"], one_rank_total / 2, rel=0.01)
+
+# %% [markdown]
+# ## §7.2 Way out 2: compressing the state (8-bit optimizers, Adafactor)
+#
+# Instead of splitting the state, store less of it.
+#
+# * **8-bit Adam** (Dettmers et al., 2022) keeps $m$ and $v$ as 8-bit codes, 1 byte each,
+#   in blocks that each carry one fp32 scale (the block's absolute maximum). The paper
+#   uses blocks of 2048; later bitsandbytes releases use 256. Per parameter that is
+#   $2 + 2 \cdot 4/B$ bytes instead of 8. (bitsandbytes also keeps tensors with fewer
+#   than 4096 elements in 32-bit, which costs little in a large model.)
+# * **Adafactor** (Shazeer & Stern, 2018) keeps, for an $r \times c$ matrix, only one
+#   running average of $g^2$ per row and one per column, and rebuilds $v$ from their
+#   (normalised) outer product: $r + c$ numbers instead of $r c$, so $2d$ instead of
+#   $d^2$ for a $d \times d$ matrix. By default it keeps no first moment at all.
+#
+# Computed for one 2048 × 2048 matrix, and the Adafactor row measured on
+# `torch.optim.Adafactor` (bitsandbytes is not installed here, so the 8-bit rows stay
+# arithmetic):
+
+# %%
+D = 2048
+numel = D * D
+state_rows = {
+    "AdamW, fp32 m + v": 2 * numel * 4,
+    "8-bit Adam, blocks of 2048": 2 * numel * 1 + 2 * math.ceil(numel / 2048) * 4,
+    "8-bit Adam, blocks of 256": 2 * numel * 1 + 2 * math.ceil(numel / 256) * 4,
+    "Adafactor (factored v, no m)": (D + D) * 4,
+    "Adafactor + fp32 m": (D + D) * 4 + numel * 4,
+}
+print(f"{'state of one 2048 x 2048 matrix':<32} {'bytes':>12} {'B / param':>10}")
+for label, b in state_rows.items():
+    print(f"{label:<32} {b:>12,} {b / numel:>10.4g}")
+
+check("8-bit, blocks of 2048: bytes / param", Fraction(state_rows["8-bit Adam, blocks of 2048"], numel),
+      2 + Fraction(8, 2048))
+check("8-bit, blocks of 256: bytes / param", Fraction(state_rows["8-bit Adam, blocks of 256"], numel),
+      2 + Fraction(8, 256))
+check("8-bit saves ~75% of AdamW's state",
+      1 - state_rows["8-bit Adam, blocks of 2048"] / state_rows["AdamW, fp32 m + v"], 0.75, rel=0.01)
+check("Adafactor / AdamW state for a d x d matrix == 1 / d",
+      Fraction(state_rows["Adafactor (factored v, no m)"], state_rows["AdamW, fp32 m + v"]),
+      Fraction(1, D))
+
+matrix = torch.zeros(D, D)
+bias = torch.zeros(D)
+matrix.grad, bias.grad = torch.ones(D, D), torch.ones(D)
+adafactor = torch.optim.Adafactor([matrix, bias])
+adafactor.step()
+for label, tensor in (("matrix", matrix), ("bias", bias)):
+    print(f"torch.optim.Adafactor, {label}: " + ", ".join(
+        f"{k} {tuple(v.shape)}" for k, v in adafactor.state[tensor].items()))
+check("measured: Adafactor state of the matrix == (rows + cols) * 4 + 4-byte step",
+      sum(tensor_bytes(v) for v in adafactor.state[matrix].values()), (D + D) * 4 + 4)
+check("measured: a vector is not factored (full v + step)",
+      sum(tensor_bytes(v) for v in adafactor.state[bias].values()), D * 4 + 4)
+
+# %% [markdown]
+# Both are approximations, and neither is free. An 8-bit state is a lossy copy that must
+# be dequantised and requantised at every step, and factoring $v$ assumes that the
+# second moment is close to rank one. The savings are large all the same: 8 → 2 bytes per
+# parameter for 8-bit Adam, and essentially 8 → 0 for Adafactor's matrices. Both combine
+# with sharding.
+
+# %% [markdown]
+# ## Exercises (from the self-test)
+#
+# Try each question before you expand the hidden solution cell below it; the answer is
+# written at the top of that cell.
+#
+# ### Q3. How big a model fits in training state on one 80 GB H100 with naive fp32 AdamW? And on 8 with ZeRO (perfect sharding)?
+#
+# Work it out from the bytes per parameter. Then use the stage formulas above (with
+# 4 + 4 + $K$, $K = 8$ for fp32) to say what stages 1 and 2 would allow on the 8 GPUs.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Answer. fp32 AdamW keeps 4 + 4 + 4 + 4 = 16 bytes per parameter (measured above), so one
+# 80 GB GPU holds 80e9 / 16 = 5B parameters, and 8 GPUs with everything sharded (stage 3)
+# hold 8 * 80e9 / 16 = 40B. The partial stages sit in between: stage 1 leaves 4 + 4 + 8/8 =
+# 9 bytes per parameter on each GPU (8.9B), stage 2 leaves 4 + 12/8 = 5.5 (14.5B). All of
+# these ignore activations, buffers and fragmentation, so the real limits are lower.
+H100_BYTES = 80e9
+fp32 = {"param": 4, "grad": 4, "k": 8}
+per_gpu_bytes_per_param = {s: zero_bytes_per_gpu(1, 8, s, **fp32) for s in range(4)}
+limits = {s: int(H100_BYTES // per_gpu_bytes_per_param[s]) for s in range(4)}
+single = int(H100_BYTES // zero_bytes_per_gpu(1, 1, 0, **fp32))
+for s in range(4):
+    print(f"8 GPUs, stage {s}: {float(per_gpu_bytes_per_param[s]):g} B / param per GPU -> "
+          f"{limits[s] / 1e9:.3g}B parameters")
+check("one 80 GB GPU, fp32 AdamW", single, 5_000_000_000)
+check("8 GPUs, perfectly sharded (stage 3)", limits[3], 40_000_000_000)
+check("8 GPUs, stage 0 (plain DP): no better than one", limits[0], single)
+check("8 GPUs, stage 1 and stage 2 limits", (limits[1], limits[2]), (8_888_888_888, 14_545_454_545))
+
+# %% [markdown]
+# ### Q. Which ZeRO stage does a 13B model need?
+#
+# You train a 13B-parameter model with mixed-precision Adam (2 + 2 + 12 bytes per
+# parameter) on 8 GPUs of 80 GB. What is the smallest ZeRO stage whose training state
+# fits? And if you hold back 20% of each GPU for activations and buffers?
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Answer. Stage 0 needs 16 * 13e9 = 208 GB per GPU: no. Stage 1 needs (4 + 12/8) * 13e9 =
+# 71.5 GB: it fits, just. With 20% held back only 64 GB is usable, and stage 1 no longer
+# fits; stage 2 needs (2 + 14/8) * 13e9 = 48.75 GB and does. Sharding the optimizer state
+# alone already removes most of the 16 bytes. Sharding the gradients as well is what makes
+# room for activations.
+N_13B = 13_000_000_000
+
+
+def smallest_stage(budget):
+    return next(s for s in range(4) if zero_bytes_per_gpu(N_13B, 8, s) <= budget)
+
+
+for s in range(4):
+    print(f"stage {s}: {float(zero_bytes_per_gpu(N_13B, 8, s)) / 1e9:g} GB per GPU")
+check("stage 1 needs (GB)", float(zero_bytes_per_gpu(N_13B, 8, 1)) / 1e9, 71.5)
+check("smallest stage that fits in 80 GB", smallest_stage(80e9), 1)
+check("smallest stage that fits in 64 GB (20% held back)", smallest_stage(0.8 * 80e9), 2)
