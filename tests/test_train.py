@@ -263,9 +263,12 @@ def _losses(out: Path) -> dict[int, float]:
 
 
 def test_sigkill_then_resume_is_bit_exact(tmp_path):
+    # One thread per process: bitwise reproducibility needs a fixed reduction order, and
+    # three processes share the CI machine's cores (see README, "Reproducibility").
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     common = ["--steps", "8", "--ckpt-every", "2", *FAST]
-    full = _cli(*common, "--out", str(tmp_path / "full"))
-    victim = _cli(*common, "--out", str(tmp_path / "killed"))
+    full = _cli(*common, "--out", str(tmp_path / "full"), env=env)
+    victim = _cli(*common, "--out", str(tmp_path / "killed"), env=env)
     log = tmp_path / "killed" / "log.jsonl"
     deadline = time.monotonic() + 120
     while not (log.exists() and len(log.read_text().splitlines()) >= 5):  # past a checkpoint, mid-interval
@@ -275,7 +278,7 @@ def test_sigkill_then_resume_is_bit_exact(tmp_path):
     victim.wait()
     resume_from = train.read_checkpoint(tmp_path / "killed" / "checkpoint.pt")["step"]
     assert 2 <= resume_from < 8
-    resumed = _cli(*common, "--out", str(tmp_path / "killed"), "--resume")
+    resumed = _cli(*common, "--out", str(tmp_path / "killed"), "--resume", env=env)
     assert resumed.wait(120) == 0, resumed.communicate()
     assert full.wait(120) == 0, full.communicate()
     a = train.read_checkpoint(tmp_path / "full" / "checkpoint.pt")
