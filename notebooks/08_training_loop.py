@@ -1,0 +1,820 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python (pytorch-resource-accounting)
+#     language: python
+#     name: pytorch-resource-accounting
+# ---
+
+# %% [markdown]
+# # 08 · The training loop: six lines, and what production adds to them
+#
+# Every earlier notebook built one piece: tensors, dtypes, FLOPs, autograd, parameters,
+# data loading, optimizers. This one puts them together. It covers §8 and §8.1–§8.3 of the
+# lecture notes, the memory table of §1.2, and self-test questions Q2 and Q4:
+#
+# 1. **§8**: the notes' six-line loop, run for real on the course's tiny GPT, and then
+#    each production piece added and shown doing its job: an LR schedule (warm-up +
+#    cosine), gradient clipping on a loss spike, and a validation loss.
+# 2. **§8.1**: randomness. Two runs with the same seed are bitwise identical (losses and
+#    weights); runs with different seeds are not.
+# 3. **§8.2**: checkpointing. A checkpoint is saved, everything in memory is thrown away,
+#    and the resumed run continues *bitwise* where the uninterrupted one went. The notes'
+#    checkpoint (torch's RNG state only, plain `torch.save`) is shown to fall short.
+# 4. **§8.3 and §1.2**: mixed precision. Which ops `torch.autocast` runs in bf16 and which
+#    stay fp32, why fp16 needs loss scaling and bf16 does not, and the bytes per parameter
+#    of both mixed-precision recipes, measured from real tensors (still 16).
+# 5. The packaged loop, `lecture_utils.train.Trainer`, and the MFU of its steps.
+#
+# Every claim prints a `✓` line: it is an assertion, so the notebook fails if a claim is
+# wrong. Lines starting with `[measured]` depend on the machine. All training here runs on
+# the CPU on purpose, so that the recorded outputs are the same everywhere; the cells that
+# need a GPU say so and are skipped elsewhere.
+
+# %%
+from lecture_utils import setup
+device = setup()
+
+# %%
+import copy
+import math
+import shutil
+import statistics
+import tempfile
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+
+from lecture_utils import check, check_raises, cuda_only, measured
+from lecture_utils.data import DATA_DIR, get_batch, load_tokens
+from lecture_utils.flops import training_days, transformer_flops
+from lecture_utils.memory import bytes_per_param, max_params_that_fit, param_breakdown
+from lecture_utils.models import GPT, get_config
+from lecture_utils.nn import cross_entropy
+from lecture_utils.optim import AdamW
+from lecture_utils.train import (
+    TrainConfig,
+    Trainer,
+    clip_grad_norm,
+    cosine_lr,
+    load_checkpoint,
+    read_checkpoint,
+    save_checkpoint,
+    seed_everything,
+)
+
+CPU = torch.device("cpu")  # every training demo below runs here, on any machine
+train_data = load_tokens(DATA_DIR / "tokens" / "train.bin")
+val_data = load_tokens(DATA_DIR / "tokens" / "val.bin")
+tiny = get_config("tiny")
+print(f"train: {len(train_data):,} tokens, val: {len(val_data):,} tokens, vocabulary {tiny.vocab_size}")
+
+# %% [markdown]
+# ## §8 The training loop
+#
+# With every piece built, the smallest training loop is six lines: get a batch, run the
+# model, compute the loss, clear the old gradients, backpropagate, step. Here it is as the
+# notes write it, with the course's pieces plugged in: `get_batch` from notebook 06 on the
+# tokenised training split, the tiny GPT (2 layers, $d_{model} = 64$, vocabulary 8192),
+# and `lecture_utils.optim.AdamW` from notebook 07. Batches are 8 sequences of 64 tokens.
+#
+# First, the loss. The notes call `F.cross_entropy` on logits flattened to
+# (positions, vocabulary); `lecture_utils.nn.cross_entropy` (log-sum-exp with the max
+# subtracted) takes the (batch, seq, vocab) logits directly. They agree:
+
+# %%
+batch_size, seq_len, num_steps = 8, 64, 30
+vocab_size = tiny.vocab_size
+
+seed_everything(0)
+model = GPT(tiny).to(CPU)
+optimizer = AdamW(model.parameters(), lr=3e-3)
+
+x, y = get_batch(train_data, batch_size, seq_len, CPU)
+with torch.no_grad():
+    logits = model(x)
+loss_torch = F.cross_entropy(logits.view(-1, vocab_size), y.view(-1))
+loss_ours = cross_entropy(logits, y)
+check("x, y shapes", (tuple(x.shape), tuple(y.shape)), ((8, 64), (8, 64)))
+check("F.cross_entropy == lecture_utils.nn.cross_entropy", loss_ours, loss_torch, rel=1e-6)
+# random logits with variance s^2 cost about ln(V) + s^2 / 2, a bit more than a uniform guess
+predicted = math.log(vocab_size) + logits.var().item() / 2
+print(f"initial loss {loss_ours.item():.1f}, ln(8192) + var(logits) / 2 = {predicted:.1f}")
+check("untrained: loss ≈ ln(8192) + var(logits) / 2 (within 2%)",
+      math.isclose(loss_ours.item(), predicted, rel_tol=0.02), True)
+
+# %% [markdown]
+# Now the six lines, run for 30 steps (the notes' code, plus one line to keep the losses):
+
+# %%
+losses = []
+for step in range(num_steps):  # noqa: B007 (the notes' loop, verbatim)
+    x, y = get_batch(train_data, batch_size, seq_len, CPU)
+
+    logits = model(x)
+    loss = F.cross_entropy(
+        logits.view(-1, vocab_size),
+        y.view(-1),
+    )
+
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    losses.append(loss.item())
+
+print(f"loss: step 1 {losses[0]:.2f} -> step {num_steps} {losses[-1]:.2f}")
+check("the loss fell by more than 1.5 nats in 30 steps", losses[0] - losses[-1] > 1.5, True)
+check("AdamW keeps m and v for every parameter",
+      all({"exp_avg", "exp_avg_sq"} <= set(optimizer.state[p]) for p in model.parameters()), True)
+optimizer.zero_grad(set_to_none=True)
+check("zero_grad(set_to_none=True) frees the gradients (None, not zeros)",
+      all(p.grad is None for p in model.parameters()), True)
+
+# %% [markdown]
+# `zero_grad(set_to_none=True)` sets `.grad` to `None` instead of filling it with zeros:
+# one memory write fewer, and the next `backward()` *assigns* its gradient instead of
+# adding to a buffer of zeros.
+#
+# The notes list what production training adds to these six lines: seeds
+# (reproducibility), checkpoints (fault tolerance), an LR schedule (warm-up + decay),
+# gradient clipping (against loss spikes), mixed precision (throughput), logging and
+# validation (observability), and OOM recovery. The rest of the notebook adds them one at
+# a time. (OOM recovery is in `Trainer`: on CUDA out-of-memory it halves the micro-batch
+# and accumulates twice as many, so the effective batch stays the same.)
+
+# %% [markdown]
+# ## §8.1 Randomness
+#
+# Randomness hides in five places: parameter initialisation, dropout, batch sampling, data
+# order, and CUDA kernels whose reductions are not deterministic. Seeds control the first
+# four. `seed_everything(seed)` seeds python, numpy, torch and every CUDA device, the four
+# lines of the notes; the data sampler gets its own `torch.Generator`, so that its state
+# can be saved and restored on its own (§8.2).
+#
+# The test: train twice from seed 0 and once from seed 1, ten steps each.
+
+# %%
+def fresh_run(seed):
+    """Model, optimizer and data generator, all from one seed: what a new process builds."""
+    seed_everything(seed)
+    model = GPT(tiny).to(CPU)
+    optimizer = AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1)
+    generator = torch.Generator().manual_seed(seed + 1)  # the data order
+    return model, optimizer, generator
+
+
+def short_run(seed, steps=10):
+    model, optimizer, generator = fresh_run(seed)
+    losses = []
+    for _ in range(steps):
+        x, y = get_batch(train_data, batch_size, seq_len, CPU, generator=generator)
+        loss = cross_entropy(model(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses, model.state_dict()
+
+
+losses_a, weights_a = short_run(seed=0)
+losses_b, weights_b = short_run(seed=0)
+losses_c, weights_c = short_run(seed=1)
+
+check("seed 0 twice: the 10 losses are bitwise equal", losses_a == losses_b, True)
+check("seed 0 twice: every weight is bitwise equal",
+      all(torch.equal(weights_a[k], weights_b[k]) for k in weights_a), True)
+check("seed 0 vs seed 1: is any of the 10 losses equal?", any(a == c for a, c in zip(losses_a, losses_c, strict=True)),
+      False)
+check("seed 0 vs seed 1: is any weight tensor equal?", any(torch.equal(weights_a[k], weights_c[k]) for k in weights_a),
+      False)
+check("both seeds learn (loss fell by > 0.5)", min(losses_a[0] - losses_a[-1], losses_c[0] - losses_c[-1]) > 0.5,
+      True)
+
+# %% [markdown]
+# "Bitwise" holds on one machine with one thread count. Floating-point addition is not
+# associative, so a reduction that adds the same numbers in a different order (another
+# thread count, another GPU kernel, atomics that finish in a different order) changes the
+# last bits:
+
+# %%
+check("(0.1 + 0.2) + 0.3", (0.1 + 0.2) + 0.3, 0.6000000000000001)
+check("0.1 + (0.2 + 0.3)", 0.1 + (0.2 + 0.3), 0.6)
+
+# %% [markdown]
+# On a GPU, some kernels (those that accumulate with `atomicAdd`, like the backward of an
+# embedding lookup or `index_add_`) are non-deterministic for exactly this reason.
+# `seed_everything(seed, deterministic=True)` calls `torch.use_deterministic_algorithms(True)`,
+# which makes torch pick deterministic kernels or raise where none exists, at some cost in
+# speed. In practice most runs accept "statistically reproducible". On the CPU the kernels
+# here are deterministic already, which is why the checks above, and the bit-exact resume
+# of §8.2, hold.
+
+# %% [markdown]
+# ## §8 (continued) Learning-rate schedule: warm-up, then cosine decay
+#
+# At step 0 Adam's second-moment estimate $v$ rests on a single gradient, so its steps
+# are unreliable; a *warm-up* ramps the learning rate linearly from 0. Afterwards a
+# *cosine decay* lowers it from `max_lr` to `min_lr` over the rest of the run:
+#
+# $$\eta_t = \eta_{min} + \tfrac12\left(1 + \cos\left(\pi\,\tfrac{t - t_{warm}}{T - t_{warm}}\right)\right)(\eta_{max} - \eta_{min})$$
+#
+# `cosine_lr` is pure arithmetic, so the schedule of a 200-step run is plotted without
+# training anything:
+
+# %%
+max_lr, min_lr, warmup, total = 3e-3, 3e-4, 20, 200
+steps = list(range(0, 241))
+lrs = [cosine_lr(s, max_lr, min_lr, warmup, total) for s in steps]
+
+fig, ax = plt.subplots(figsize=(7, 3))
+ax.plot(steps, lrs)
+ax.axvline(warmup, color="grey", ls=":", lw=1)
+ax.axvline(total, color="grey", ls=":", lw=1)
+ax.set_xlabel("step")
+ax.set_ylabel("learning rate")
+ax.set_title("cosine_lr: 20 warm-up steps, cosine decay to step 200, then min_lr")
+plt.show()
+
+check("step 0: lr = 0", lrs[0], 0.0)
+check("half-way through warm-up: max_lr / 2", lrs[10], max_lr / 2, rel=1e-12)
+check("end of warm-up: max_lr", lrs[20], max_lr, rel=1e-12)
+check("half-way through the decay: (max_lr + min_lr) / 2", lrs[110], (max_lr + min_lr) / 2, rel=1e-12)
+check("end of the run: min_lr", lrs[200], min_lr, rel=1e-12)
+check("after the end: stays at min_lr", lrs[240], min_lr)
+check("never increases after warm-up", all(a >= b for a, b in zip(lrs[20:], lrs[21:], strict=False)), True)
+
+# %% [markdown]
+# ## §8 (continued) Gradient clipping: what a loss spike does to an update
+#
+# Now and then a batch produces a gradient far larger than usual (a loss spike). One huge
+# update can undo hours of training. `clip_grad_norm(params, max_norm)` computes the global
+# L2 norm of all gradients, and if it exceeds `max_norm` scales every gradient by
+# `max_norm / norm`. The direction is kept; the length is bounded.
+#
+# Simulate a spike on the model trained above: the same batch, once normally and once with
+# the loss multiplied by 1000.
+
+# %%
+def grads_for(model, x, y, scale=1.0):
+    model.zero_grad(set_to_none=True)
+    (cross_entropy(model(x), y) * scale).backward()
+
+
+x, y = get_batch(train_data, batch_size, seq_len, CPU, generator=torch.Generator().manual_seed(7))
+params = list(model.parameters())
+
+grads_for(model, x, y)
+normal_norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params])).item()
+grads_for(model, x, y, scale=1000.0)
+spike_norm = clip_grad_norm(params, max_norm=1.0).item()  # returns the norm *before* clipping
+clipped_norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params])).item()
+print(f"gradient norm: normal batch ≈ {normal_norm:.1f}, spike ≈ {spike_norm:.0f}, after clipping {clipped_norm:.4f}")
+check("the spike's gradient is 1000x the normal one", round(spike_norm / normal_norm, 1), 1000.0)
+check("after clipping the global norm is max_norm", round(clipped_norm, 4), 1.0)
+
+# the same as torch's own clip_grad_norm_
+grads_for(model, x, y, scale=1000.0)
+torch_norm = torch.nn.utils.clip_grad_norm_(params, max_norm=1.0).item()
+torch_clipped = [p.grad.clone() for p in params]
+grads_for(model, x, y, scale=1000.0)
+clip_grad_norm(params, max_norm=1.0)
+check("torch.nn.utils.clip_grad_norm_ returns the same norm", math.isclose(torch_norm, spike_norm, rel_tol=1e-5),
+      True)
+check("... and leaves the same gradients", all(torch.allclose(p.grad, g, rtol=1e-5, atol=1e-12)
+                                              for p, g in zip(params, torch_clipped, strict=True)), True)
+
+# %% [markdown]
+# What the clip buys. With a plain gradient step (SGD, learning rate $\eta$) the parameter
+# change is $\eta \lVert g \rVert$, so the spike moves the weights 1000 times as far as a
+# normal step would, while the clipped step moves them exactly $\eta \cdot$ `max_norm`.
+# AdamW divides by $\sqrt{v}$ and so partly normalises a single spike away, but the spike
+# poisons its *state*: $v$ absorbs $(1 - \beta_2)\, g_{spike}^2$ and stays inflated for
+# many steps, shrinking every later update. Both, measured on copies of the model:
+
+# %%
+def step_change(model, optimizer, clip):
+    """Apply one spiked step to copies; return (parameter change, sqrt of Adam's v after)."""
+    model, optimizer = copy.deepcopy((model, optimizer))  # one deepcopy keeps them linked
+    before = [p.detach().clone() for p in model.parameters()]
+    grads_for(model, x, y, scale=1000.0)
+    if clip:
+        clip_grad_norm(model.parameters(), max_norm=1.0)
+    optimizer.step()
+    change = torch.linalg.vector_norm(torch.stack([(p - b).norm() for p, b in zip(model.parameters(), before,
+                                                                                  strict=True)])).item()
+    v_norm = torch.linalg.vector_norm(torch.stack([optimizer.state[p]["exp_avg_sq"].norm()
+                                                   for p in model.parameters()])).sqrt().item()
+    return change, v_norm
+
+
+sgd_lr = 1e-2  # SGD keeps no state: its step is lr * g, so its length is lr * ||g||
+check("SGD step without clipping: lr * ||g_spike|| = 1000 x a normal step",
+      round(sgd_lr * spike_norm / (sgd_lr * normal_norm)), 1000)
+check("SGD step with clipping: lr * max_norm", round(sgd_lr * clipped_norm, 6), sgd_lr * 1.0)
+
+adam_free, v_free = step_change(model, optimizer, clip=False)
+adam_clip, v_clip = step_change(model, optimizer, clip=True)
+print(f"AdamW, one spiked step: parameter change {adam_free:.2g} unclipped vs {adam_clip:.2g} clipped; "
+      f"sqrt(||v||) {v_free:.2g} vs {v_clip:.2g}")
+check("AdamW: the unclipped spike moves the weights further", adam_free > adam_clip, True)
+check("AdamW: the unclipped spike inflates sqrt(||v||) more than 20x", v_free / v_clip > 20, True)
+
+# %% [markdown]
+# ## §8 (continued) Validation loss
+#
+# The training loss is measured on the batch the model is about to learn from, so it is a
+# noisy and optimistic estimate. The validation loss is the loss on held-out text (the
+# `val` split), computed every few steps on a *fixed* set of windows, so that two
+# measurements differ only because the model changed. Three details matter:
+# `model.eval()` (switches off dropout, if the model has any), `torch.no_grad()` (no graph,
+# no activation memory kept), and `model.train()` afterwards.
+
+# %%
+def evaluate(model, n_batches=2):
+    generator = torch.Generator().manual_seed(10_000)  # the same windows every time
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for _ in range(n_batches):
+            x, y = get_batch(val_data, batch_size, seq_len, CPU, generator=generator)
+            loss = cross_entropy(model(x), y)
+            total += loss.item()
+    model.train()
+    return total / n_batches, loss.requires_grad
+
+
+val_loss, needed_grad = evaluate(model)
+print(f"validation loss of the six-line model: {val_loss:.2f}")
+check("under no_grad the loss needs no gradient (no graph was built)", needed_grad, False)
+check("the model is back in training mode", model.training, True)
+check("the same windows give the same loss, bit for bit", evaluate(model)[0] == val_loss, True)
+check("30 steps brought the val loss well below ln(8192)", val_loss < math.log(vocab_size) - 1.0, True)
+
+# %% [markdown]
+# ### The loop with all the pieces
+#
+# Here is the six-line loop again, with the schedule, clipping and periodic validation
+# added, and a log record per step (what `Trainer` writes to `log.jsonl`):
+
+# %%
+MAX_LR, MIN_LR, WARMUP, TOTAL, CLIP, VAL_EVERY = 3e-3, 3e-4, 5, 30, 1.0, 5
+
+
+def train(model, optimizer, generator, start, stop, log):
+    for step in range(start, stop):
+        lr = cosine_lr(step, MAX_LR, MIN_LR, WARMUP, TOTAL)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        x, y = get_batch(train_data, batch_size, seq_len, CPU, generator=generator)
+        loss = cross_entropy(model(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = clip_grad_norm(model.parameters(), CLIP)
+        optimizer.step()
+        record = {"step": step + 1, "loss": loss.item(), "lr": lr, "grad_norm": norm.item()}
+        if (step + 1) % VAL_EVERY == 0:
+            record["val_loss"] = evaluate(model)[0]
+        log.append(record)
+
+# %% [markdown]
+# ## §8.2 Checkpointing
+#
+# Long runs crash: hardware fails, jobs are pre-empted, memory runs out. A checkpoint must
+# hold everything the next step depends on: the weights, **the optimizer state** (Adam's
+# $m$ and $v$), the step, and **every RNG state**, including the data sampler's. Without
+# the optimizer state the moments restart from zero; without the RNG states the data order
+# changes; either way the loss curve shows a seam.
+#
+# `save_checkpoint` saves all of that: model, optimizer, step, the python, numpy, torch and
+# CUDA RNG states and the data generator's. It writes to a temporary file, fsyncs it, and
+# renames it over the old checkpoint, so a crash *during* the save leaves the old
+# checkpoint intact. `load_checkpoint` reads it with `torch.load(weights_only=True)`, which
+# never executes pickled code.
+#
+# The experiment: run A trains 30 steps without stopping and writes a checkpoint after
+# step 15 on its way (exactly what a run that crashed at step 16 would have left on disk).
+# Then *everything in memory is thrown away*: the resumed run builds a brand-new model,
+# optimizer and generator from a *different* seed, so nothing survives except the file,
+# loads the checkpoint, and trains steps 16–30.
+
+# %%
+workdir = Path(tempfile.mkdtemp(prefix="lecture08-"))
+ckpt_path = workdir / "checkpoint.pt"
+CRASH = 15
+
+model, optimizer, generator = fresh_run(seed=0)
+log_a = []
+train(model, optimizer, generator, 0, CRASH, log_a)
+save_checkpoint(ckpt_path, model, optimizer, CRASH, generator=generator, note="after step 15")
+notes_ckpt = {  # the notes' checkpoint, saved at the same moment, for comparison below
+    "model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": CRASH,
+    "rng_state": torch.get_rng_state(),
+}
+torch.save(notes_ckpt, workdir / "notes_checkpoint.pt")
+train(model, optimizer, generator, CRASH, TOTAL, log_a)
+final_a = copy.deepcopy(model.state_dict())
+
+# the crash: nothing survives but the file
+del model, optimizer, generator, notes_ckpt
+model, optimizer, generator = fresh_run(seed=1234)  # different init, different data order
+step = load_checkpoint(ckpt_path, model, optimizer, generator=generator)
+log_b = []
+train(model, optimizer, generator, step, TOTAL, log_b)
+
+check("resumed at step", step, CRASH)
+check("the checkpoint holds every RNG state", sorted(read_checkpoint(ckpt_path)["rng"]),
+      ["cuda", "generator", "numpy", "python", "torch"])
+check("steps 16-30: the resumed losses are bitwise the uninterrupted ones",
+      [r["loss"] for r in log_b] == [r["loss"] for r in log_a[CRASH:]], True)
+check("... and so are the gradient norms and validation losses",
+      [(r["grad_norm"], r.get("val_loss")) for r in log_b]
+      == [(r["grad_norm"], r.get("val_loss")) for r in log_a[CRASH:]], True)
+check("the final weights are bitwise equal", all(torch.equal(model.state_dict()[k], final_a[k]) for k in final_a),
+      True)
+check("the full run learned: loss fell by more than 1.5", log_a[0]["loss"] - log_a[-1]["loss"] > 1.5, True)
+check("validation loss fell too", log_a[4]["val_loss"] - log_a[-1]["val_loss"] > 0.5, True)
+
+# %% [markdown]
+# ### What the notes' checkpoint misses
+#
+# The notes save the model, the optimizer, the step and `torch.get_rng_state()`, and load
+# with a plain `torch.load`. That is right for their loop, which samples batches from
+# torch's global RNG. It is not enough in general:
+#
+# * it does not save the data sampler's own generator (here), numpy's or python's RNG
+#   (samplers and augmentations often use them), or the CUDA RNGs (dropout on a GPU);
+# * `torch.save` straight to `checkpoint.pt` is not atomic: a crash during the write
+#   leaves a truncated file *in place of* the last good checkpoint;
+# * `torch.load` without `weights_only=True` unpickles arbitrary objects, i.e. runs code
+#   from the file. (Since torch 2.6 `weights_only=True` is the default; a numpy RNG state
+#   then no longer loads unless it is stored as tensors, as `save_checkpoint` does.)
+#
+# Two resumes show the seams. The notes' checkpoint, resumed into our loop, restores
+# everything but the sampler, which restarts from its seed and replays batches 1–15. The
+# second resume also drops the optimizer state, so Adam's moments restart from zero.
+
+# %%
+def resume_notes_way(keep_optimizer):
+    model, optimizer, generator = fresh_run(seed=1234)
+    ckpt = torch.load(workdir / "notes_checkpoint.pt", weights_only=True)
+    model.load_state_dict(ckpt["model"])
+    if keep_optimizer:
+        optimizer.load_state_dict(ckpt["optimizer"])
+    torch.set_rng_state(ckpt["rng_state"])
+    generator.manual_seed(0 + 1)  # the sampler is not in the file: it starts over
+    log = []
+    train(model, optimizer, generator, ckpt["step"], TOTAL, log)
+    return log
+
+
+log_notes = resume_notes_way(keep_optimizer=True)
+log_no_opt = resume_notes_way(keep_optimizer=False)
+check("notes' checkpoint: the first resumed batch is a replay, so its loss differs",
+      log_notes[0]["loss"] != log_a[CRASH]["loss"], True)
+check("notes' checkpoint: does any resumed loss match the uninterrupted run?",
+      any(a["loss"] == b["loss"] for a, b in zip(log_notes, log_a[CRASH:], strict=True)), False)
+check("without the optimizer state the first resumed loss differs as well",
+      log_no_opt[0]["loss"] != log_a[CRASH]["loss"], True)
+
+fig, ax = plt.subplots(figsize=(8, 3.5))
+steps_a = [r["step"] for r in log_a]
+ax.plot(steps_a, [r["loss"] for r in log_a], color="black", lw=3, alpha=0.35, label="uninterrupted")
+ax.plot([r["step"] for r in log_b], [r["loss"] for r in log_b], "o", ms=4, color="C0",
+        label="resumed with save_checkpoint / load_checkpoint")
+ax.plot([r["step"] for r in log_notes], [r["loss"] for r in log_notes], "--", color="C1",
+        label="notes' checkpoint (sampler restarts)")
+ax.plot([r["step"] for r in log_no_opt], [r["loss"] for r in log_no_opt], ":", color="C3",
+        label="notes' checkpoint without the optimizer state")
+ax.axvline(CRASH + 0.5, color="grey", lw=1)
+ax.text(CRASH + 0.7, ax.get_ylim()[1] - 0.2, "crash + resume", va="top", fontsize=9)
+ax.set_xlabel("step")
+ax.set_ylabel("training loss")
+ax.legend(fontsize=8, loc="lower left")
+ax.set_title("The resumed run lies on the uninterrupted one, bit for bit")
+plt.show()
+
+# %% [markdown]
+# The blue dots lie exactly on the grey curve: no seam. The other two runs still learn,
+# but along a different path, so the run is no longer reproducible from its seed. Their
+# training loss even looks *better*: the replayed batches are ones the model has already
+# trained on, which is exactly how a resume bug hides in a loss curve. (On a curve this
+# short the seams are small; the checks, not the eye, are the test.)
+#
+# Finally, the two safety properties of `save_checkpoint` / `read_checkpoint`: no
+# half-written file is ever left under the checkpoint's name, a truncated file is reported
+# as such, and a file that holds pickled Python objects is refused instead of executed.
+
+# %%
+check("save_checkpoint leaves no temporary file behind",
+      sorted(p.name for p in workdir.iterdir()), ["checkpoint.pt", "notes_checkpoint.pt"])
+
+truncated = workdir / "truncated.pt"
+truncated.write_bytes(ckpt_path.read_bytes()[: ckpt_path.stat().st_size // 2])
+err = check_raises("a half-written checkpoint", ValueError, read_checkpoint, truncated)
+check("... is reported as truncated", "truncated or corrupt" in str(err), True)
+
+hostile = workdir / "hostile.pt"
+torch.save({"model": {}, "optimizer": {}, "step": 0, "rng": {}, "hook": print}, hostile)
+err = check_raises("a checkpoint holding a pickled function", ValueError, read_checkpoint, hostile)
+check("... is refused, not executed", "arbitrary pickled objects" in str(err), True)
+
+# %% [markdown]
+# ## §8.3 Mixed precision
+#
+# Low precision is fast and small but fragile; fp32 is robust but slow. Mixed precision
+# assigns a precision per operation. The notes' version is `torch.autocast`: inside it,
+# matmuls run in bf16, reductions are supposed to stay fp32, and the weights, gradients
+# and optimizer state stay fp32. Here is what autocast actually does, on the CPU:
+
+# %%
+def autocast_dtypes(device_type):
+    a = torch.randn(8, 16, device=device_type)
+    w = torch.randn(16, 16, device=device_type)
+    norm = torch.nn.LayerNorm(16).to(device_type)
+    targets = torch.zeros(8, dtype=torch.long, device=device_type)
+    with torch.autocast(device_type, dtype=torch.bfloat16):
+        h = a @ w
+        return {
+            "matmul": h.dtype,
+            "softmax of the matmul output": h.softmax(dim=-1).dtype,
+            "layer norm of the matmul output": norm(h).dtype,
+            "F.cross_entropy loss": F.cross_entropy(h, targets).dtype,
+            "lecture_utils.nn.cross_entropy loss": cross_entropy(h, targets).dtype,
+        }
+
+
+cpu_dtypes = autocast_dtypes("cpu")
+for op, dtype in cpu_dtypes.items():
+    print(f"  {op:<38} {dtype}")
+check("CPU autocast: the matmul runs in bf16", cpu_dtypes["matmul"], torch.bfloat16)
+check("CPU autocast: the loss comes out fp32", cpu_dtypes["F.cross_entropy loss"], torch.float32)
+check("CPU autocast: softmax and layer norm follow their bf16 input",
+      (cpu_dtypes["softmax of the matmul output"], cpu_dtypes["layer norm of the matmul output"]),
+      (torch.bfloat16, torch.bfloat16))
+check("lecture_utils.nn.cross_entropy always reduces in fp32", cpu_dtypes["lecture_utils.nn.cross_entropy loss"],
+      torch.float32)
+
+# %% [markdown]
+# The notes are loose here: which ops autocast keeps in fp32 is a per-device list. On CUDA,
+# softmax, log-softmax, layer norm, `exp`, `sum` and the losses are all autocast to fp32,
+# exactly as the notes say. On the CPU (torch 2.13) only a few ops are, the losses among
+# them, while softmax and layer norm simply run in the dtype of their input, bf16 after a
+# matmul. That is why `lecture_utils.nn.cross_entropy` casts its logits to fp32 itself.
+# The GPU cell checks the CUDA list:
+
+# %%
+if cuda_only(device, "the CUDA autocast dtype list"):
+    gpu_dtypes = autocast_dtypes("cuda")
+    assert gpu_dtypes["matmul"] == torch.bfloat16
+    assert gpu_dtypes["softmax of the matmul output"] == torch.float32
+    assert gpu_dtypes["layer norm of the matmul output"] == torch.float32
+    assert gpu_dtypes["F.cross_entropy loss"] == torch.float32
+    measured("CUDA autocast dtypes", ", ".join(f"{k}: {v}" for k, v in gpu_dtypes.items()))
+
+# %% [markdown]
+# ### Why fp16 needs loss scaling and bf16 does not
+#
+# fp16 has 5 exponent bits: its smallest positive (subnormal) number is about
+# $6 \times 10^{-8}$, and anything smaller rounds to 0. Small gradients do get that small.
+# bf16 has fp32's 8 exponent bits, so it represents the same range as fp32 (with only 7
+# mantissa bits). A gradient of $10^{-8}$:
+
+# %%
+g = torch.tensor(1e-8)
+check("fp16: 1e-8 underflows to 0", g.half().item(), 0.0)
+check("bf16: 1e-8 survives (to 3 digits)", g.bfloat16().item(), 1e-8, rel=4e-3)
+check("fp16's smallest subnormal", torch.finfo(torch.float16).smallest_normal * 2**-10, 2**-24)
+
+# A backward pass in fp16: the weight's gradient is x * upstream, all tiny
+w16 = torch.ones(4, dtype=torch.float16, requires_grad=True)
+x16 = torch.full((4,), 1e-4, dtype=torch.float16)
+(w16 * x16 * 1e-4).sum().backward()  # d/dw = 1e-8 per element
+check("fp16 backward: the gradient is all zeros", w16.grad.abs().max().item(), 0.0)
+
+# Loss scaling: multiply the loss by 2**14, backpropagate, divide in fp32 before the step
+# (2**16 = 65536 would itself overflow fp16, whose largest number is 65504)
+scale = 2.0**14
+w16.grad = None
+((w16 * x16 * 1e-4).sum() * scale).backward()
+unscaled = w16.grad.float() / scale
+check("fp16 backward with the loss scaled by 2^14: the gradient survives", unscaled, torch.full((4,), 1e-8),
+      rel=2e-3)
+
+# bf16 needs none of it
+wbf = torch.ones(4, dtype=torch.bfloat16, requires_grad=True)
+(wbf * x16.bfloat16() * 1e-4).sum().backward()
+check("bf16 backward without scaling: the gradient survives", wbf.grad.float(), torch.full((4,), 1e-8), rel=1e-2)
+
+# %% [markdown]
+# `torch.amp.GradScaler` automates this: it multiplies the loss by a large factor, divides
+# the gradients back before the optimizer step (`unscale_`, which `Trainer` calls before
+# clipping, so the clip sees true gradients), skips any step whose gradients overflowed to
+# inf, and adjusts the factor as it goes. `Trainer` uses it for `precision="fp16"`; with
+# bf16 (the default on CUDA) there is no scaler at all. That is why bf16 became the
+# default: same 2 bytes, no scaling machinery, at the cost of a coarser mantissa.
+
+# %% [markdown]
+# ### §1.2 Bytes per parameter: mixed precision still costs 16
+#
+# Naive fp32 AdamW pays 4 bytes each for the weights, the gradient, $m$ and $v$: 16 bytes
+# per parameter. The notes' §1.2 points out that mixed precision does not change the total:
+# bf16 weights (2) + bf16 gradients (2) + fp32 master weights (4) + $m$ (4) + $v$ (4) = 16.
+# And `torch.autocast`, the version §8.3 shows, keeps fp32 weights and gradients, so it
+# stays at 4 + 4 + 4 + 4; its bf16 copies are per-op temporaries (activation memory).
+# Both measured from real tensors after one step of the tiny GPT:
+
+# %%
+def nbytes(tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+seed_everything(0)
+x, y = get_batch(train_data, batch_size, seq_len, CPU)
+
+# torch.autocast: fp32 weights, bf16 matmuls
+model_ac = GPT(tiny).to(CPU)
+params_ac = list(model_ac.parameters())
+n = sum(p.numel() for p in params_ac)
+opt_ac = AdamW(params_ac, lr=1e-3)
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    loss = cross_entropy(model_ac(x), y)
+loss.backward()
+opt_ac.step()
+measured_ac = {
+    "weights": nbytes(params_ac) / n,
+    "gradients": nbytes(p.grad for p in params_ac) / n,
+    "adam m": nbytes(opt_ac.state[p]["exp_avg"] for p in params_ac) / n,
+    "adam v": nbytes(opt_ac.state[p]["exp_avg_sq"] for p in params_ac) / n,
+}
+print(f"tiny GPT: {n:,} parameters")
+check("autocast: per-part bytes / param == param_breakdown('autocast_bf16_adamw')", measured_ac,
+      {k: float(v) for k, v in param_breakdown("autocast_bf16_adamw").items()})
+check("autocast: total", sum(measured_ac.values()), float(bytes_per_param("autocast_bf16_adamw")))
+
+# bf16 weights + fp32 master copy
+model_bf = GPT(tiny).to(CPU, torch.bfloat16)
+params_bf = list(model_bf.parameters())
+master = [p.detach().float().requires_grad_() for p in params_bf]
+opt_master = AdamW(master, lr=1e-3)
+cross_entropy(model_bf(x), y).backward()
+for m, p in zip(master, params_bf, strict=True):
+    m.grad = p.grad.float()  # a transient fp32 copy, freed right after the step
+opt_master.step()
+measured_bf = {
+    "weights (bf16)": nbytes(params_bf) / n,
+    "gradients (bf16)": nbytes(p.grad for p in params_bf) / n,
+    "master weights": nbytes(master) / n,
+    "adam m": nbytes(opt_master.state[m]["exp_avg"] for m in master) / n,
+    "adam v": nbytes(opt_master.state[m]["exp_avg_sq"] for m in master) / n,
+}
+for m, p in zip(master, params_bf, strict=True):
+    m.grad = None
+    with torch.no_grad():
+        p.copy_(m)  # the bf16 weights follow the fp32 master
+check("bf16 + master: 2 + 2 + 4 + 4 + 4 == param_breakdown('mixed_bf16_adamw')", measured_bf,
+      {k: float(v) for k, v in param_breakdown("mixed_bf16_adamw").items()})
+check("bf16 + master: total, the same 16 as fp32", sum(measured_bf.values()), float(bytes_per_param("fp32_adamw")))
+
+# %% [markdown]
+# So §1.2's answer does not depend on the precision recipe: at 16 bytes per parameter an
+# 80 GB H100 holds the training state of 5B parameters, and 8 of them, replicated (plain
+# data parallel), still only 5B. Sharded perfectly across the 8 (ZeRO / FSDP), 40B. All
+# before a single activation. Mixed precision saves compute time and activation memory,
+# not optimizer state.
+
+# %%
+for recipe in ("fp32_adamw", "mixed_bf16_adamw", "autocast_bf16_adamw"):
+    check(f"{recipe}: one 80 GB GPU", max_params_that_fit(80e9, recipe=recipe), 5_000_000_000)
+check("8 GPUs, replicated", max_params_that_fit(80e9, n_gpus=8), 5_000_000_000)
+check("8 GPUs, sharded", max_params_that_fit(80e9, n_gpus=8, sharded=True), 40_000_000_000)
+
+# %% [markdown]
+# ## §8 The packaged loop: `Trainer`, and its MFU
+#
+# `lecture_utils.train.Trainer` is this notebook's loop with every piece in place: seeds,
+# warm-up + cosine LR, clipping, gradient accumulation, autocast (bf16 on CUDA, fp16 with a
+# `GradScaler` as an option), periodic validation, atomic checkpoints with every RNG state,
+# OOM recovery, and one JSON line per step in `log.jsonl`. From a shell:
+#
+# ```
+# python -m lecture_utils.train --config tiny --steps 200 --out runs/tiny --ckpt-every 50
+# python -m lecture_utils.train --config tiny --steps 200 --out runs/tiny --resume
+# ```
+#
+# (The test suite kills such a run with SIGKILL mid-way and checks that `--resume` finishes
+# it bit for bit like an uninterrupted run.) In-process, 15 steps on the CPU:
+
+# %%
+cfg = TrainConfig(config="tiny", steps=15, batch_size=8, seq_len=64, lr=3e-3, min_lr=3e-4, warmup=3,
+                  val_every=5, val_batches=2, device="cpu", precision="fp32", optimizer="lecture", seed=0)
+trainer = Trainer(cfg, workdir / "trainer", progress=False, echo=print)
+records = trainer.run()
+
+check("one record per step", [r["step"] for r in records], list(range(1, 16)))
+check("validation at steps 5, 10, 15", [r["step"] for r in records if "val_loss" in r], [5, 10, 15])
+check("log.jsonl has the same 15 lines", len((workdir / "trainer" / "log.jsonl").read_text().splitlines()), 15)
+check("the checkpoint is at step 15", read_checkpoint(workdir / "trainer" / "checkpoint.pt")["step"], 15)
+check("the loss fell by more than 1.0", records[0]["loss"] - records[-1]["loss"] > 1.0, True)
+check("warm-up: lr at the first three steps", [r["lr"] for r in records[:3]], [0.0, 1e-3, 2e-3])
+
+# %% [markdown]
+# Each record also holds the step's throughput and MFU, measured. The FLOPs of one step are
+# three times the exact forward count of notebook 03 (backward ≈ 2 × forward), per
+# sequence, times the batch. On the CPU there is no spec-sheet peak, so the denominator is
+# the best matmul rate `Trainer` measured on this machine at the start of the run; MFU here
+# says how close the loop gets to this CPU's own matmul speed.
+
+# %%
+flops_per_step = 3 * transformer_flops(**tiny.flops_kwargs(seq_len)) * batch_size
+check("FLOPs per step = 3 x forward x batch", trainer.flops_per_step, flops_per_step)
+check("... about 2.0 GFLOP for the tiny GPT at 8 x 64", flops_per_step, 1_962_934_272)
+later = records[3:]  # the first steps include one-off costs
+measured("CPU peak (measured fp32 matmul)", trainer.peak / 1e9, "GFLOP/s")
+measured("tokens/s (median of steps 4-15)", statistics.median(r["tokens_per_s"] for r in later), "tokens/s")
+measured("MFU (median of steps 4-15)", statistics.median(r["mfu"] for r in later))
+
+# %% [markdown]
+# On a GPU, the same `Trainer` with the `gpu` config (about GPT-2 small, 124M parameters),
+# bf16 autocast and torch's fused AdamW, for 10 steps of 8 × 1024 tokens. The denominator is
+# the GPU's dense bf16 peak from the hardware table:
+
+# %%
+if cuda_only(device, "GPT-2 small in bf16 with fused AdamW"):
+    gpu_cfg = TrainConfig(config="gpu", steps=10, batch_size=8, seq_len=1024, warmup=2, val_every=0,
+                          device="cuda", precision="bf16", optimizer="fused", seed=0)
+    gpu_trainer = Trainer(gpu_cfg, workdir / "gpu", progress=False, echo=lambda message: None)
+    gpu_records = gpu_trainer.run()
+    assert len(gpu_records) == 10 and all(math.isfinite(r["loss"]) for r in gpu_records)
+    assert min(r["loss"] for r in gpu_records[-3:]) < gpu_records[0]["loss"]
+    steady = gpu_records[4:]
+    gpu_mfu = statistics.median(r["mfu"] for r in steady)
+    assert 0 < gpu_mfu < 1
+    measured("gpu config: peak (dense bf16)", gpu_trainer.peak / 1e12, "TFLOP/s")
+    measured("gpu config: tokens/s (median of steps 5-10)",
+             statistics.median(r["tokens_per_s"] for r in steady), "tokens/s")
+    measured("gpu config: MFU (median of steps 5-10)", gpu_mfu)
+    measured("gpu config: loss step 1 -> 10", f"{gpu_records[0]['loss']:.2f} -> {gpu_records[-1]['loss']:.2f}")
+    del gpu_trainer
+    torch.cuda.empty_cache()
+
+# %% [markdown]
+# The checkpoints of this notebook lived in a scratch folder; remove it.
+
+# %%
+shutil.rmtree(workdir)
+check("the scratch folder is gone", workdir.exists(), False)
+
+# %% [markdown]
+# ## Exercises (from the self-test)
+#
+# Try each question before you expand the hidden solution cell below it; the answer is
+# written at the top of that cell.
+#
+# ### Q2. fp16 and bf16 are both 2 bytes. Why does bf16 training need no loss scaling?
+#
+# Compare the two formats' exponent bits, their smallest positive numbers, and what
+# happens to a gradient of $10^{-6}$, $10^{-8}$ and $10^{-30}$ in each.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Answer. fp16 has 5 exponent bits: its smallest normal number is 2^-14 ≈ 6.1e-5 and its
+# smallest subnormal 2^-24 ≈ 6e-8, so many small gradients underflow to 0 and the signal
+# is lost; loss scaling multiplies the loss (and hence every gradient) by 2^k to lift them
+# into range and divides again in fp32 before the update. bf16 has 8 exponent bits, the
+# same range as fp32 (smallest normal ≈ 1.2e-38), so gradients do not underflow; it pays
+# with 7 mantissa bits (about 2-3 significant digits), and training tolerates precision
+# noise far better than signals that become zero.
+fp16, bf16, fp32 = torch.finfo(torch.float16), torch.finfo(torch.bfloat16), torch.finfo(torch.float32)
+check("fp16 smallest normal = 2^-14", fp16.smallest_normal, 2.0**-14)
+check("bf16 smallest normal == fp32's", bf16.smallest_normal, fp32.smallest_normal)
+check("mantissa bits: fp16 10, bf16 7 (eps = 2^-bits)", (-math.log2(fp16.eps), -math.log2(bf16.eps)), (10.0, 7.0))
+grads = torch.tensor([1e-6, 1e-8, 1e-30])
+check("fp16: which of 1e-6, 1e-8, 1e-30 survive", (grads.half() != 0).tolist(), [True, False, False])
+check("bf16: which survive", (grads.bfloat16() != 0).tolist(), [True, True, True])
+check("fp16 with loss scale 2^14: which survive", ((grads * 2**14).half() != 0).tolist(), [True, True, False])
+
+# %% [markdown]
+# ### Q4. A 70B model, 15T tokens, 1024 H100s, MFU 0.4: how many days?
+#
+# Use $6ND$ and the dense bf16 peak of the H100. The training loop's MFU is exactly the
+# number `Trainer` logs for every step above.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Answer. C = 6 * 70e9 * 15e12 = 6.3e24 FLOPs. Effective throughput = 989.5e12 * 0.4 *
+# 1024 ≈ 4.05e17 FLOP/s, so the run takes 6.3e24 / 4.05e17 ≈ 1.55e7 s ≈ 180 days (the
+# spec sheet's 1979 TFLOP/s is the 2:1 sparse figure; with it you would say 90 days).
+flops_q4 = 6 * 70e9 * 15e12
+throughput = 989.5e12 * 0.4 * 1024
+days_q4 = flops_q4 / throughput / 86_400
+check("total FLOPs", flops_q4, 6.3e24, rel=1e-12)
+check("effective throughput (FLOP/s)", throughput, 4.053e17, rel=1e-3)
+check("days at MFU 0.4", days_q4, 179.9, rel=1e-3)
+check("agrees with training_days", training_days(flops_q4, "H100", 1024, 0.4), days_q4, rel=1e-12)
+check("25% longer than at MFU 0.5", days_q4 / training_days(flops_q4, "H100", 1024, 0.5), 1.25, rel=1e-12)
