@@ -11,7 +11,7 @@ KERNEL := pytorch-resource-accounting
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 LAB_ARGS ?=
 
-.PHONY: help setup lab test unit nbval run regen lint bench data corpus clean
+.PHONY: help setup lab test unit nbval run regen lint bench data corpus gpu-check clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -62,6 +62,11 @@ data: $(STAMP)  ## train the tokenizer and write data/tokens/ (reproducible: sam
 corpus:  ## re-extract data/corpus/ from Debian's dict-jargon and dict-devil (needs root)
 	apt-get install -y dict-jargon dict-devil
 	$(PYTHON) scripts/extract_corpus.py
+
+# The GPU lane needs only a python3 with torch (no venv, no Jupyter): see scripts/gpu_check.py.
+GPU_PYTHON ?= python3
+gpu-check:  ## on a CUDA machine: run every notebook's .py, the benchmarks, a memory check; report in docs/gpu/
+	$(GPU_PYTHON) scripts/gpu_check.py --out docs/gpu
 
 clean:  ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .ruff_cache

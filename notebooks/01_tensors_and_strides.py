@@ -35,7 +35,6 @@ import itertools
 import matplotlib.pyplot as plt
 import torch
 import torch.utils.benchmark as benchmark
-from beartype import beartype
 from einops import EinopsError, einsum, rearrange, reduce
 from jaxtyping import Float, TypeCheckError, jaxtyped
 from torch import Tensor
@@ -402,6 +401,9 @@ check_raises("heads=7 on hidden=64", EinopsError,
 
 
 # %%
+from beartype import beartype  # the runtime type checker jaxtyping hands its checks to
+
+
 @jaxtyped(typechecker=beartype)
 def attention_scores(q: Float[Tensor, "batch seq1 hidden"],
                      k: Float[Tensor, "batch seq2 hidden"]) -> Float[Tensor, "batch seq1 seq2"]:

@@ -55,7 +55,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tokenizers import Tokenizer
 
 from lecture_utils import check, check_raises, cuda_only, measured
 from lecture_utils.bench import time_fn
@@ -122,6 +121,8 @@ check("load_tokens returns a read-only memmap", (type(train).__name__, train.fla
 # header of the dictionary file that the corpus starts with.
 
 # %%
+from tokenizers import Tokenizer  # Hugging Face's, the library that trained it
+
 tokenizer = Tokenizer.from_file(str(DATA_DIR / "tokenizer.json"))
 eot_id = tokenizer.token_to_id(EOT)
 check("tokenizer vocabulary == sidecar", tokenizer.get_vocab_size(), meta["train"]["vocab_size"])
