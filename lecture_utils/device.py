@@ -82,7 +82,8 @@ def cuda_only(device: torch.device, what: str) -> bool:
         raise TypeError(f"what must be a non-empty str describing the cell, got {what!r}")
     if device.type == "cuda":
         return True
-    print(f"[measured] skipped on {device.type}: {what} needs a CUDA GPU")
+    print(f"[measured] skipped on {device.type}: {what} needs a CUDA GPU "
+          "(figures from a real GPU: docs/gpu/README.md)")
     return False
 
 

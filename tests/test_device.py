@@ -81,7 +81,8 @@ def test_describe_device():
 
 def test_cuda_only_skips_with_one_measured_line(capsys):
     assert cuda_only(torch.device("cpu"), "peak memory") is False
-    assert capsys.readouterr().out == "[measured] skipped on cpu: peak memory needs a CUDA GPU\n"
+    assert capsys.readouterr().out == ("[measured] skipped on cpu: peak memory needs a CUDA GPU "
+                                       "(figures from a real GPU: docs/gpu/README.md)\n")
     assert cuda_only(torch.device("cuda"), "peak memory") is True  # no GPU needed to decide
     assert capsys.readouterr().out == ""
 
