@@ -11,10 +11,11 @@ KERNEL := pytorch-resource-accounting
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 LAB_ARGS ?=
 
-.PHONY: help setup lab test unit nbval run regen lint bench data corpus gpu-check clean
+.PHONY: help setup lab test unit nbval run regen lint bench data corpus gpu-check clean \
+	site slides site-check
 
 help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
@@ -55,6 +56,15 @@ lint: $(STAMP)  ## ruff over lecture_utils, tests, scripts, benchmarks and noteb
 
 bench: $(STAMP)  ## speed benchmarks (by hand; not part of make test)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+site: $(STAMP)  ## static site from the stored outputs (no execution) in build/site/
+	$(BIN)/python scripts/build_site.py --out build/site $(NOTEBOOKS)
+
+slides: $(STAMP)  ## one reveal.js deck per notebook in build/slides/
+	$(BIN)/python scripts/build_slides.py --out build/slides $(NOTEBOOKS)
+
+site-check: site slides  ## load every page and deck in headless Chromium and check it
+	$(BIN)/python scripts/check_pages.py --site build/site --slides build/slides
 
 data: $(STAMP)  ## train the tokenizer and write data/tokens/ (reproducible: same sha256)
 	$(BIN)/python -m lecture_utils.data prepare

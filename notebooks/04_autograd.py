@@ -144,7 +144,7 @@ check("w.grad after 1 call, 2 calls, zeroing, 1 more call", history, [6.0, 12.0,
 # The end of this notebook comes back to the two ways of zeroing.
 
 # %% [markdown]
-# ## §4.2 Why backward costs about twice the forward pass (the $4ND$ of §3.3)
+# ## §4.2 Why backward costs about twice the forward pass (the 4ND of §3.3)
 #
 # Take one linear layer $H = XW$ with $X$ of shape $(B, D)$ and $W$ of shape $(D, K)$, and
 # let $G = \partial L / \partial H$ be the gradient arriving from above. Backward answers
