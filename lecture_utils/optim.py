@@ -34,6 +34,11 @@ def _check(name: str, value, *, low: float = 0.0, low_open: bool = False, high: 
     return float(value)
 
 
+def _with_l2(g: torch.Tensor, p: torch.Tensor, weight_decay: float) -> torch.Tensor:
+    """L2 regularisation folded into the gradient, torch.optim's ``weight_decay``: g + wd * theta."""
+    return g.add(p, alpha=weight_decay) if weight_decay else g
+
+
 class _Base(Optimizer):
     """Shared loop: for every parameter with a gradient, call ``_update``."""
 
@@ -64,8 +69,7 @@ class SGD(_Base):
         super().__init__(params, defaults)
 
     def _update(self, p, g, state, group):
-        if group["weight_decay"]:
-            g = g.add(p, alpha=group["weight_decay"])
+        g = _with_l2(g, p, group["weight_decay"])
         p.add_(g, alpha=-group["lr"])
 
 
@@ -79,8 +83,7 @@ class Momentum(_Base):
         super().__init__(params, defaults)
 
     def _update(self, p, g, state, group):
-        if group["weight_decay"]:
-            g = g.add(p, alpha=group["weight_decay"])
+        g = _with_l2(g, p, group["weight_decay"])
         if "momentum_buffer" not in state:
             state["momentum_buffer"] = g.clone()
         else:
@@ -98,8 +101,7 @@ class AdaGrad(_Base):
         super().__init__(params, defaults)
 
     def _update(self, p, g, state, group):
-        if group["weight_decay"]:
-            g = g.add(p, alpha=group["weight_decay"])
+        g = _with_l2(g, p, group["weight_decay"])
         if "sum" not in state:
             state["step"] = 0
             state["sum"] = torch.zeros_like(p, memory_format=torch.preserve_format)
@@ -120,8 +122,7 @@ class RMSProp(_Base):
         super().__init__(params, defaults)
 
     def _update(self, p, g, state, group):
-        if group["weight_decay"]:
-            g = g.add(p, alpha=group["weight_decay"])
+        g = _with_l2(g, p, group["weight_decay"])
         if "square_avg" not in state:
             state["step"] = 0
             state["square_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
@@ -156,8 +157,8 @@ class Adam(_Base):
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         if wd and self.decoupled:
             p.mul_(1 - lr * wd)  # AdamW: shrink theta directly, untouched by sqrt(v)
-        elif wd:
-            g = g.add(p, alpha=wd)  # Adam + L2: the decay term joins the gradient
+        else:
+            g = _with_l2(g, p, wd)  # Adam + L2: the decay term joins the gradient
         if "exp_avg" not in state:
             state["step"] = 0
             state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
