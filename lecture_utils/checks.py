@@ -51,6 +51,15 @@ def _short(value) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+def positive_int(value, what: str) -> int:
+    """Validate a count such as a batch size: an int (not a bool) > 0. Shared by the modules."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} must be an int, got {type(value).__name__} {value!r}")
+    if value <= 0:
+        raise ValueError(f"{what} must be > 0, got {value}")
+    return int(value)
+
+
 def check(name: str, got, expected, rel: float = 0, abs: float = 0) -> None:  # noqa: A002
     """Assert ``got`` equals ``expected`` (exactly, or within ``rel``/``abs``).
 

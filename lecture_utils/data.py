@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from lecture_utils.checks import positive_int
 from lecture_utils.device import get_device
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
@@ -83,14 +84,6 @@ def load_tokens(path: str | Path, *, verify: bool = True) -> np.memmap:
 # --- batches ----------------------------------------------------------------------
 
 
-def _positive_int(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{what} must be an int, got {type(value).__name__} {value!r}")
-    if value <= 0:
-        raise ValueError(f"{what} must be > 0, got {value}")
-    return int(value)
-
-
 def _check_data(data) -> None:
     if not isinstance(data, np.ndarray) or data.ndim != 1 or not np.issubdtype(data.dtype, np.integer):
         raise TypeError("data must be a 1-D integer numpy array or memmap of token ids, got "
@@ -106,8 +99,8 @@ def sample_windows(data: np.ndarray, batch_size: int, seq_len: int,
     reads all windows at once: no Python loop over the batch.
     """
     _check_data(data)
-    batch_size = _positive_int(batch_size, "batch_size")
-    seq_len = _positive_int(seq_len, "seq_len")
+    batch_size = positive_int(batch_size, "batch_size")
+    seq_len = positive_int(seq_len, "seq_len")
     if seq_len >= len(data):
         raise ValueError(f"seq_len ({seq_len}) must be < len(data) ({len(data)}): a window needs "
                          "seq_len + 1 tokens")
@@ -172,7 +165,7 @@ class Prefetcher:
             generator = torch.Generator().manual_seed(int(torch.randint(2**62, (1,)).item()))
         self.generator = generator
         sample_windows(data, batch_size, seq_len, torch.Generator())  # validate sizes now
-        self.depth = _positive_int(depth, "depth")
+        self.depth = positive_int(depth, "depth")
         self._queue: queue.Queue = queue.Queue(maxsize=self.depth)
         self._stop = threading.Event()
         self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
@@ -266,10 +259,10 @@ def prepare(data_dir: Path = DATA_DIR, vocab_size: int = 8192, val_every: int = 
     Paragraph ``i`` goes to validation when ``i % val_every == 0``, so both splits
     cover both books. Documents are joined with the ``<|endoftext|>`` token.
     """
-    vocab_size = _positive_int(vocab_size, "vocab_size")
+    vocab_size = positive_int(vocab_size, "vocab_size")
     if vocab_size > 65536:
         raise ValueError(f"vocab_size {vocab_size} does not fit uint16 (max 65,536 ids)")
-    val_every = _positive_int(val_every, "val_every")
+    val_every = positive_int(val_every, "val_every")
     tok = train_tokenizer(data_dir / "corpus", vocab_size, data_dir / "tokenizer.json")
     eot = tok.token_to_id(EOT)
     docs = _documents(data_dir / "corpus")

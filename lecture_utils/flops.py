@@ -14,6 +14,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
 
+from lecture_utils.checks import positive_int
 from lecture_utils.hardware import Accelerator, lookup
 
 SECONDS_PER_DAY = 24 * 60 * 60
@@ -30,17 +31,9 @@ def _positive(value, what: str, *, integral: bool = False) -> float:
     return value
 
 
-def _count(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{what} must be an int, got {type(value).__name__} {value!r}")
-    if value <= 0:
-        raise ValueError(f"{what} must be > 0, got {value}")
-    return int(value)
-
-
 def matmul_flops(b: int, d: int, k: int) -> int:
     """FLOPs of (b x d) @ (d x k): b*k outputs, each d multiplies and d adds."""
-    return 2 * _count(b, "b") * _count(d, "d") * _count(k, "k")
+    return 2 * positive_int(b, "b") * positive_int(d, "d") * positive_int(k, "k")
 
 
 @dataclass(frozen=True)
@@ -75,7 +68,7 @@ def training_days(flops: float, gpu: str | Accelerator, n_gpus: int, mfu: float,
     """Wall-clock days for ``flops`` on ``n_gpus`` of ``gpu`` at utilisation ``mfu``,
     against the *dense* peak for ``dtype`` (never the sparse spec-sheet figure)."""
     total = _positive(flops, "flops")
-    count = _count(n_gpus, "n_gpus")
+    count = positive_int(n_gpus, "n_gpus")
     utilisation = _fraction(mfu, "mfu")
     peak = lookup(gpu).peak(dtype)
     return total / (peak * utilisation * count) / SECONDS_PER_DAY
@@ -107,10 +100,10 @@ def transformer_flops_breakdown(*, n_layers: int, d_model: int, n_heads: int, se
     and the causal mask does not halve the attention matmuls (they are computed in
     full, then masked).
     """
-    L, d = _count(n_layers, "n_layers"), _count(d_model, "d_model")
-    h, t = _count(n_heads, "n_heads"), _count(seq_len, "seq_len")
-    v = _count(vocab_size, "vocab_size")
-    ff = 4 * d if d_ff is None else _count(d_ff, "d_ff")
+    L, d = positive_int(n_layers, "n_layers"), positive_int(d_model, "d_model")
+    h, t = positive_int(n_heads, "n_heads"), positive_int(seq_len, "seq_len")
+    v = positive_int(vocab_size, "vocab_size")
+    ff = 4 * d if d_ff is None else positive_int(d_ff, "d_ff")
     if d % h:
         raise ValueError(f"d_model ({d}) must be divisible by n_heads ({h})")
     per_layer = {

@@ -110,3 +110,14 @@ def test_check_raises_fails_when_nothing_or_something_else_is_raised(capsys):
 def test_check_raises_rejects_bad_input(args, error):
     with pytest.raises(error):
         check_raises(*args)
+
+
+def test_positive_int_validates_counts():
+    from lecture_utils.checks import positive_int
+
+    assert positive_int(3, "batch_size") == 3
+    with pytest.raises(ValueError, match="batch_size must be > 0, got 0"):
+        positive_int(0, "batch_size")
+    for bad in (2.0, "2", True, None):
+        with pytest.raises(TypeError, match="batch_size must be an int"):
+            positive_int(bad, "batch_size")
