@@ -11,7 +11,7 @@ KERNEL := pytorch-resource-accounting
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 LAB_ARGS ?=
 
-.PHONY: help setup lab test unit nbval run regen lint bench data corpus gpu-check clean \
+.PHONY: help setup lab test unit nbval run regen export lint bench data corpus gpu-check clean \
 	site slides site-check
 
 help:  ## list the targets
@@ -48,8 +48,12 @@ nbval: $(STAMP)  ## nbval only
 run: $(STAMP)  ## execute every notebook headless; HTML to build/; one row per notebook
 	$(BIN)/python scripts/run_notebooks.py --out build $(NOTEBOOKS)
 
-regen: $(STAMP)  ## re-execute notebooks in place (new goldens) and re-sync the .py twins
+regen: $(STAMP)  ## re-execute notebooks in place (new goldens), re-sync the .py twins, export lesson code
 	$(BIN)/python scripts/regen.py notebooks/[0-9][0-9]_*.py
+	$(BIN)/python scripts/export_lessons.py
+
+export: $(STAMP)  ## copy every `# @save` lesson cell into lecture_utils (the notebook is the source)
+	$(BIN)/python scripts/export_lessons.py
 
 lint: $(STAMP)  ## ruff over lecture_utils, tests, scripts, benchmarks and notebooks
 	$(BIN)/ruff check lecture_utils tests scripts benchmarks notebooks

@@ -13,6 +13,7 @@ import argparse
 import hashlib
 import json
 import numbers
+import os
 import queue
 import sys
 import threading
@@ -24,7 +25,20 @@ import torch
 from lecture_utils.checks import positive_int
 from lecture_utils.device import get_device
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+DATA_ENV_VAR = "LECTURE_DATA"  # a folder holding tokenizer.json and tokens/, to use other data
+
+
+def data_dir() -> Path:
+    """Where the tokenizer and token files are: ``$LECTURE_DATA`` if set, else the copy
+    installed with the package (``lecture_utils/_data``, from ``pip install .``), else the
+    checkout's ``data/`` folder (an editable install)."""
+    if os.environ.get(DATA_ENV_VAR):
+        return Path(os.environ[DATA_ENV_VAR]).expanduser()
+    installed = Path(__file__).resolve().parent / "_data"
+    return installed if installed.is_dir() else Path(__file__).resolve().parents[1] / "data"
+
+
+DATA_DIR = data_dir()  # as resolved at import; call data_dir() to honour a later LECTURE_DATA
 TOKEN_DTYPE = np.dtype("<u2")  # little-endian uint16: any vocabulary below 65,536
 EOT = "<|endoftext|>"
 

@@ -87,17 +87,16 @@ def cuda_only(device: torch.device, what: str) -> bool:
     return False
 
 
-def seed_all(seed: int) -> None:
-    """Seed python, numpy and torch (CPU and every CUDA device)."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
-    if not 0 <= seed < 2**32:
-        raise ValueError(f"seed must be in [0, 2**32), got {seed}")
+def seed_all(seed: int, deterministic: bool = False) -> None:
+    """Seed python, numpy and torch (CPU and every CUDA device). ``deterministic`` also makes
+    torch refuse (or replace) kernels whose results can differ from run to run (§8.1)."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device
-    if torch.cuda.is_available():
-        torch.cuda.manual_seed_all(seed)
+    if deterministic or torch.are_deterministic_algorithms_enabled():  # (the call imports inductor: 2 s)
+        torch.use_deterministic_algorithms(deterministic)
+    if deterministic:  # cuBLAS needs a fixed workspace to be deterministic
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 
 def setup(seed: int = 0, device: str | torch.device | None = None) -> torch.device:
