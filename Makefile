@@ -48,9 +48,9 @@ nbval: $(STAMP)  ## nbval only
 run: $(STAMP)  ## execute every notebook headless; HTML to build/; one row per notebook
 	$(BIN)/python scripts/run_notebooks.py --out build $(NOTEBOOKS)
 
-regen: $(STAMP)  ## re-execute notebooks in place (new goldens), re-sync the .py twins, export lesson code
-	$(BIN)/python scripts/regen.py notebooks/[0-9][0-9]_*.py
+regen: $(STAMP)  ## export lesson code, then re-execute notebooks in place (new goldens) and re-sync the .py twins
 	$(BIN)/python scripts/export_lessons.py
+	$(BIN)/python scripts/regen.py notebooks/[0-9][0-9]_*.py
 
 export: $(STAMP)  ## copy every `# @save` lesson cell into lecture_utils (the notebook is the source)
 	$(BIN)/python scripts/export_lessons.py
