@@ -1,4 +1,4 @@
-"""Each optimizer against its torch.optim counterpart: 1,000 steps, within 1e-6."""
+"""Each optimizer against its torch.optim counterpart (the independent oracle), within 1e-6."""
 
 import copy
 
@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from lecture_utils import optim
-from lecture_utils.memory import OPTIMIZER_STATE_COPIES
 
-# (ours, theirs, hyper-parameters in both conventions)
+# (ours, theirs, hyper-parameters in both conventions). The six plain cases run 1,000 steps,
+# the variants 200 (enough to separate L2, betas and decoupling; more adds nothing but time).
 PAIRS = {
     "sgd": (optim.SGD, torch.optim.SGD, {"lr": 0.01}, {"lr": 0.01}),
     "sgd+l2": (optim.SGD, torch.optim.SGD, {"lr": 0.01, "weight_decay": 0.1}, {"lr": 0.01, "weight_decay": 0.1}),
@@ -38,12 +38,16 @@ def _train(model, opt, steps, seed=1):
         opt.step()
 
 
+LONG = {"sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"}
+
+
 @pytest.mark.parametrize("name", list(PAIRS))
-def test_matches_torch_optim_after_1000_steps(name):
+def test_matches_torch_optim(name):
     ours_cls, theirs_cls, ours_kw, theirs_kw = PAIRS[name]
+    steps = 1000 if name in LONG else 200
     a, b = _model(), _model()
-    _train(a, ours_cls(a.parameters(), **ours_kw), 1000)
-    _train(b, theirs_cls(b.parameters(), foreach=False, **theirs_kw), 1000)
+    _train(a, ours_cls(a.parameters(), **ours_kw), steps)
+    _train(b, theirs_cls(b.parameters(), foreach=False, **theirs_kw), steps)
     for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
         torch.testing.assert_close(pa, pb, rtol=0, atol=1e-6)
     moved = sum((pa - pc).abs().sum() for pa, pc in zip(a.parameters(), _model().parameters(), strict=True))
@@ -68,25 +72,14 @@ def test_state_dict_round_trip_resumes_identically(name):
     assert any(not torch.equal(pa, pf) for pa, pf in zip(a.parameters(), fresh.parameters(), strict=True))
 
 
-@pytest.mark.parametrize(("name", "copies"), list(OPTIMIZER_STATE_COPIES.items()))
+@pytest.mark.parametrize(("name", "copies"), [("sgd", 0), ("momentum", 1), ("adagrad", 1), ("rmsprop", 1),
+                                               ("adam", 2), ("adamw", 2)])
 def test_state_is_0_1_1_1_2_2_copies(name, copies):
     model = _model()
     opt = optim.OPTIMIZERS[name](model.parameters(), lr=1e-3)
     _train(model, opt, 1)
     n_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     assert optim.state_bytes(opt) == copies * n_bytes
-
-
-@pytest.mark.parametrize(("cls", "kw"), [
-    (optim.SGD, {"lr": -0.1}), (optim.SGD, {"lr": float("nan")}), (optim.SGD, {"weight_decay": -1}),
-    (optim.Momentum, {"momentum": 1.0}), (optim.Momentum, {"momentum": -0.1}),
-    (optim.AdaGrad, {"eps": 0}), (optim.RMSProp, {"alpha": 1.0}), (optim.RMSProp, {"eps": -1e-8}),
-    (optim.Adam, {"betas": (1.0, 0.999)}), (optim.Adam, {"betas": (0.9, -0.1)}), (optim.Adam, {"betas": 0.9}),
-    (optim.AdamW, {"eps": 0.0}), (optim.AdamW, {"lr": "0.1"}), (optim.AdamW, {"weight_decay": -0.01}),
-])
-def test_bad_hyper_parameters_are_rejected(cls, kw):
-    with pytest.raises(ValueError, match="Invalid"):
-        cls(_model().parameters(), **kw)
 
 
 def test_adamw_defaults_and_decoupling():
@@ -99,9 +92,22 @@ def test_adamw_defaults_and_decoupling():
     torch.testing.assert_close(p.detach(), torch.tensor([2.0, -4.0]) * (1 - 0.1 * 0.5))
 
 
-def test_state_bytes_rejects_non_optimizers():
-    with pytest.raises(TypeError):
-        optim.state_bytes("adam")
+def test_step_skips_parameters_without_a_gradient_and_returns_the_closures_loss():
+    weights = torch.arange(3.0)
+    for name, cls in optim.OPTIMIZERS.items():
+        used, unused = torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(3))
+        opt = cls([used, unused], lr=0.1)
+
+        def closure(opt=opt, used=used):
+            opt.zero_grad()
+            loss = (used * weights).sum()
+            loss.backward()  # step() runs under no_grad: the closure must get grad back
+            return loss
+
+        loss = opt.step(closure)
+        assert loss.item() == 3.0, name  # the loss before the update: 0 + 1 + 2
+        assert not torch.equal(used.detach(), torch.ones(3)), name
+        assert torch.equal(unused.detach(), torch.ones(3)) and not opt.state[unused], name
 
 
 def test_zero_stage1_halves_each_ranks_adamw_state():
@@ -115,8 +121,9 @@ def test_zero_stage1_halves_each_ranks_adamw_state():
         assert r["state_bytes"] == pytest.approx(8 * n_params / 2, rel=0.01)
 
 
-@pytest.mark.parametrize(("kw", "error"), [({"sizes": (64,)}, ValueError), ({"sizes": [64, 64]}, ValueError),
-                                           ({"world_size": 0}, ValueError), ({"world_size": 2.0}, ValueError)])
+@pytest.mark.parametrize(("kw", "error"), [({"sizes": (64,)}, ValueError), ({"sizes": (64, 0)}, ValueError),
+                                           ({"sizes": (64, "8")}, TypeError), ({"world_size": 0}, ValueError),
+                                           ({"world_size": 9}, ValueError), ({"world_size": "2"}, TypeError)])
 def test_zero_state_bytes_rejects_bad_input(kw, error):
     with pytest.raises(error):
         optim.zero_state_bytes(**kw)
