@@ -31,11 +31,7 @@ def _positive(value, what: str, *, integral: bool = False) -> float:
     return value
 
 
-def matmul_flops(b: int, d: int, k: int) -> int:
-    """FLOPs of (b x d) @ (d x k): b*k outputs, each d multiplies and d adds."""
-    return 2 * positive_int(b, "b") * positive_int(d, "d") * positive_int(k, "k")
-
-
+# >>> lesson code from notebooks/03_flops_and_mfu.py: edit it there, then `make export`
 @dataclass(frozen=True)
 class TrainingFlops:
     """6ND split into its forward (2ND) and backward (4ND) parts."""
@@ -48,12 +44,16 @@ class TrainingFlops:
         return self.forward + self.backward
 
 
-def training_flops(n_params: float, n_tokens: float) -> TrainingFlops:
+def training_flops(n_params, n_tokens) -> TrainingFlops:
     """The 6ND rule: forward 2ND (one multiply-add per parameter per token), backward
     4ND (two matmuls per layer: one for the weight gradient, one for the input's)."""
-    n = _positive(n_params, "n_params", integral=True)
-    d = _positive(n_tokens, "n_tokens", integral=True)
-    return TrainingFlops(forward=2 * n * d, backward=4 * n * d)
+    return TrainingFlops(forward=2 * n_params * n_tokens, backward=4 * n_params * n_tokens)
+
+
+def matmul_flops(b, d, k):
+    """FLOPs of (b x d) @ (d x k): b*k outputs, each d multiplies and d adds."""
+    return 2 * b * d * k
+# <<< lesson code from notebooks/03_flops_and_mfu.py
 
 
 def _fraction(value, what: str) -> float:

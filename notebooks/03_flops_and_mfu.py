@@ -18,26 +18,23 @@
 # Notebook 02 asked *will it fit?* This one asks *how long will it take?* It covers §1.1
 # and §3.1–§3.4 of the lecture notes and self-test question Q4:
 #
-# 1. **§1.1**: the opening estimate. A 70B model on 15T tokens needs 6.3 × 10²⁴ FLOPs,
-#    which is about 144 days on 1024 H100s at 50% utilisation, provided you divide by the
-#    *dense* peak and not the spec sheet's sparse one.
-# 2. **§3.1–§3.2**: an elementwise op and a matmul side by side: their FLOPs, the bytes they
-#    move, their *arithmetic intensity* (FLOPs per byte), and where each lands on a
-#    roofline plot of this machine.
-# 3. **§3.3**: the 6ND rule checked against an exact count of a real GPT's matmuls, and the
-#    attention term it leaves out, which grows with the sequence length.
-# 4. **§3.4**: FLOPs versus FLOP/s, the notes' peak table checked against the hardware
-#    table, and MFU of measured matmuls, including why changing the dtype changes MFU.
+# 1. **§1.1**: the opening estimate: $6ND = 6.3 \times 10^{24}$ FLOPs for 70B parameters
+#    on 15T tokens, about 144 days on 1024 H100s at 50% utilisation, against the *dense* peak.
+# 2. **§3.1–§3.2**: FLOPs, bytes moved and *arithmetic intensity* (FLOPs per byte) of an
+#    elementwise op and of a matmul, placed on a roofline plot of this machine.
+# 3. **§3.3**: 6ND against an exact count of a GPT's matmuls, and the attention term it omits.
+# 4. **§3.4**: FLOPs versus FLOP/s, the notes' peak table, and MFU of measured matmuls,
+#    including why changing the dtype changes MFU.
 #
-# Every claim prints a `✓` line: it is an assertion, so the notebook fails if a claim is
-# wrong. Lines starting with `[measured]` depend on the machine. The notebook runs on a
-# CPU and on a CUDA GPU; cells that need a GPU say so and are skipped elsewhere.
+# A `✓` line is a checked claim; a `[measured]` line depends on the machine. Cells that
+# need a GPU say so and are skipped elsewhere.
 
 # %%
 from lecture_utils import setup
 device = setup()
 
 # %%
+from dataclasses import dataclass
 from fractions import Fraction
 
 import matplotlib.pyplot as plt
@@ -47,10 +44,8 @@ from lecture_utils import check, cuda_only, measured
 from lecture_utils.bench import copy_bandwidth, matmul_flops_per_s, peak_flops, time_fn
 from lecture_utils.flops import (
     count_flops,
-    matmul_flops,
     mfu,
     training_days,
-    training_flops,
     training_time_calculator,
     training_time_table,
     transformer_flops,
@@ -59,6 +54,7 @@ from lecture_utils.flops import (
 from lecture_utils.hardware import detect, lookup
 from lecture_utils.models import GPT, get_config, n_params
 from lecture_utils.plots import plot_roofline
+from lecture_utils.trace import OpLog
 
 ON_GPU = device.type == "cuda"
 
@@ -72,7 +68,30 @@ ON_GPU = device.type == "cuda"
 # $$C \approx 6ND = 6 \times 70\times10^9 \times 15\times10^{12} = 6.3\times10^{24}\ \text{FLOPs}$$
 #
 # `training_flops` splits that into the forward pass ($2ND$) and the backward pass
-# ($4ND$). Integers keep the arithmetic exact:
+# ($4ND$). Later notebooks import this cell from `lecture_utils.flops`:
+
+# %%
+# @save lecture_utils/flops.py
+@dataclass(frozen=True)
+class TrainingFlops:
+    """6ND split into its forward (2ND) and backward (4ND) parts."""
+
+    forward: float
+    backward: float
+
+    @property
+    def total(self) -> float:
+        return self.forward + self.backward
+
+
+def training_flops(n_params, n_tokens) -> TrainingFlops:
+    """The 6ND rule: forward 2ND (one multiply-add per parameter per token), backward
+    4ND (two matmuls per layer: one for the weight gradient, one for the input's)."""
+    return TrainingFlops(forward=2 * n_params * n_tokens, backward=4 * n_params * n_tokens)
+
+
+# %% [markdown]
+# Integers keep the arithmetic exact:
 
 # %%
 N, D = 70_000_000_000, 15_000_000_000_000
@@ -98,7 +117,6 @@ print(f"{h100.name}: bf16 dense {h100.peak('bf16') / 1e12:g} TFLOP/s, "
       f"sparse {h100.sparse_flops['bf16'] / 1e12:g} TFLOP/s")
 check("H100 dense bf16 peak (FLOP/s)", h100.peak("bf16"), 989.5e12)
 check("H100 sparse bf16 figure (FLOP/s)", h100.sparse_flops["bf16"], 1979e12)
-check("sparse == 2 x dense", h100.sparse_flops["bf16"], 2 * h100.dense_flops["bf16"])
 
 # %% [markdown]
 # ### About 144 days
@@ -139,7 +157,6 @@ print(f"dense peak,  MFU 0.5: {days_half:6.1f} days  <- the honest estimate")
 print(f"sparse peak, MFU 0.5: {days_sparse:6.1f} days  <- the sparse trap")
 print(f"sparse peak, MFU 1.0: {days_paper:6.1f} days  <- the spec sheet's dream")
 check("sparse at MFU 0.5 == dense at MFU 1", days_sparse, days_full)
-check("sparse at MFU 0.5: days", days_sparse, 71.96, rel=1e-3)
 check("the honest estimate / the dream", days_half / days_paper, 4.0, rel=1e-12)
 
 # %% [markdown]
@@ -179,40 +196,20 @@ FLOPS_PER_ELEMENT = 3  # our convention: sin, mul and add count one FLOP each
 # bytes per element** in fp32. That is what a *fused* kernel (one pass over memory) moves.
 # Eager PyTorch does not fuse: every op is its own kernel that reads its inputs from memory
 # and writes its output back, so `sin(x)` and `x * x` each materialise a temporary tensor
-# and the `add` reads both back. To see the traffic rather than assert it, we intercept
-# every aten op that runs (with a `TorchDispatchMode`, the private but long-standing PyTorch
-# hook that `FlopCounterMode` itself is built on) and add up the bytes of its distinct
-# input tensors and of its output. (`x * x` passes the same tensor twice; a kernel reads it
-# once.)
+# and the `add` reads both back. To see the traffic rather than assert it, `OpLog` (from
+# `lecture_utils.trace`) logs every aten op that runs, with the bytes of its distinct input
+# tensors and of its output. (`x * x` passes the same tensor twice; a kernel reads it once.)
 
 # %%
-from torch.utils._python_dispatch import TorchDispatchMode
-
-
-class KernelTraffic(TorchDispatchMode):
-    """Records (op, bytes read, bytes written) for every aten op: one eager kernel each."""
-
-    def __init__(self):
-        super().__init__()
-        self.kernels = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        inputs = {a.data_ptr(): a.nbytes for a in args if isinstance(a, torch.Tensor)}
-        name = str(func.overloadpacket).removeprefix("aten.")
-        self.kernels.append((name, sum(inputs.values()), out.nbytes))
-        return out
-
-
 n = x_small.numel()
-with KernelTraffic() as traffic:
+with OpLog() as traffic:
     y_small = sin_plus_square(x_small)
 
 print(f"{'kernel':<7} {'read B/elem':>12} {'written B/elem':>15}")
-for name, read, written in traffic.kernels:
+for name, read, written in traffic.ops:
     print(f"{name:<7} {read / n:>12g} {written / n:>15g}")
-eager_bytes = sum(read + written for _, read, written in traffic.kernels)
-check("eager runs three kernels", [k[0] for k in traffic.kernels], ["sin", "mul", "add"])
+eager_bytes = sum(read + written for _, read, written in traffic.ops)
+check("eager runs three kernels", traffic.names(), ["sin", "mul", "add"])
 check("eager traffic, bytes per element", eager_bytes / n, 28.0)
 check("fused minimum (read x, write y), bytes per element", (x_small.nbytes + y_small.nbytes) / n,
       8.0)
@@ -229,11 +226,6 @@ check("elementwise intensity, eager (FLOP/byte)", ew_intensity, Fraction(3, 28))
 check("elementwise intensity, fused (FLOP/byte)", Fraction(FLOPS_PER_ELEMENT, EW_BYTES_FUSED),
       Fraction(3, 8))
 check("fusion cuts the traffic by", Fraction(EW_BYTES_EAGER, EW_BYTES_FUSED), Fraction(7, 2))
-
-print(f"{'elements':>11} {'FLOPs':>11} {'bytes, eager':>13} {'bytes, fused':>13}")
-for size in (2**16, 2**20, 2**24, 2**26):  # the sizes timed below: CPU first, then GPU
-    print(f"{size:>11,} {FLOPS_PER_ELEMENT * size:>11,} {EW_BYTES_EAGER * size:>13,} "
-          f"{EW_BYTES_FUSED * size:>13,}")
 
 # %% [markdown]
 # Now the measurement: the eager op on growing tensors, timed with `torch.utils.benchmark`
@@ -266,6 +258,13 @@ del x
 # actually ran. With `backward=True`, `count_flops` also runs the backward pass, which
 # computes $\nabla_X = \nabla_Y W^\top$ and $\nabla_W = X^\top \nabla_Y$: two matmuls of the
 # same size, $4BDK$ (self-test Q1).
+
+# %%
+# @save lecture_utils/flops.py
+def matmul_flops(b, d, k):
+    """FLOPs of (b x d) @ (d x k): b*k outputs, each d multiplies and d adds."""
+    return 2 * b * d * k
+
 
 # %%
 SHAPES = [(2, 3, 4), (64, 128, 32), (100, 7, 300), (512, 1024, 256)]
@@ -398,7 +397,6 @@ print(f"counted forward  {counted.forward:>13,}")
 print(f"counted backward {counted.backward:>13,}")
 check("forward == transformer_flops x batch (exact)", counted.forward, exact_per_seq * batch)
 check("backward == 2 x forward (exact)", counted.backward, 2 * counted.forward)
-check("total == 3 x forward", counted.total, 3 * counted.forward)
 check("no matmul went uncounted", counted.uncounted_ops, ())
 
 # %% [markdown]
@@ -438,7 +436,6 @@ check("attention term == QK^T + AV parts of the exact count",
 # %%
 for part, flops in parts.items():
     print(f"{part:<28} {flops:>12,}  {flops / exact_per_seq:6.1%}")
-check("the parts add up to transformer_flops", sum(parts.values()), exact_per_seq)
 
 # %% [markdown]
 # ### A silent zero: fused attention on the CPU
@@ -692,9 +689,7 @@ print(f"{'70B x 15T tokens':<18} {'GPUs':>5}" + "".join(f"{'MFU ' + str(m):>10}"
 for name, count, days_by_mfu in table:
     print(f"{name:<18} {count:>5}" + "".join(f"{days_by_mfu[m]:>10.1f}" for m in MFUS))
 rows = {name: days_by_mfu for name, _, days_by_mfu in table}
-check("H100 row at MFU 0.5 (the notes' 144 days)", rows["H100 SXM"][0.5], 143.9, rel=1e-3)
-check("H100 row at MFU 1.0 (the notes' 72 days)", rows["H100 SXM"][1.0], 71.96, rel=1e-3)
-check("H100 row == training_days for every MFU", rows["H100 SXM"],
+check("H100 row == training_days for every MFU (144 and 72 days at 0.5 and 1)", rows["H100 SXM"],
       {m: training_days(C.total, "H100", 1024, m) for m in MFUS})
 check("H200 == H100: same compute, more memory", rows["H200"], rows["H100 SXM"])
 check("A100 / H100 days == H100 / A100 peak", rows["A100 SXM 80GB"][0.5] / rows["H100 SXM"][0.5],

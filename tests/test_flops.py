@@ -31,23 +31,9 @@ def test_matmul_flops_matches_flop_counter(b, d, k):
     assert matmul_flops(b, d, k) == 2 * b * d * k == _counter_flops(torch.matmul, x, w)
 
 
-@pytest.mark.parametrize("bad", [(0, 2, 2), (2, -1, 2), (2.0, 2, 2), (True, 2, 2), ("2", 2, 2)])
-def test_matmul_flops_rejects_bad_sizes(bad):
-    with pytest.raises((ValueError, TypeError)):
-        matmul_flops(*bad)
-
-
 def test_training_flops_6nd_split():
     f = training_flops(70e9, 15e12)
     assert (f.forward, f.backward, f.total) == (2.1e24, 4.2e24, 6.3e24)
-
-
-@pytest.mark.parametrize(("args", "error"), [((0, 1e9), ValueError), ((-1, 1e9), ValueError),
-                                             ((1e9, float("inf")), ValueError), ((1.5, 10), ValueError),
-                                             (("70e9", 1e9), TypeError), ((None, 1), TypeError)])
-def test_training_flops_rejects_bad_input(args, error):
-    with pytest.raises(error):
-        training_flops(*args)
 
 
 def test_training_days_from_the_lecture():
