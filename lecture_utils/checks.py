@@ -127,3 +127,16 @@ def measured(name: str, value, unit: str = "", digits: int = 3) -> None:
     else:
         text = str(value)
     print(f"{MEASURED_PREFIX} {name}: {text}{' ' + unit if unit else ''}")
+
+
+def fmt(value, spec: str) -> str:
+    """``format(value, spec)``, refusing a value so near a rounding boundary that last-bit noise could change the text."""
+    text = format(value, spec)
+    if any(format(value * (1 + nudge), spec) != text for nudge in (-1e-5, 1e-5)):
+        raise ValueError(f"{value!r} is too close to a rounding boundary for {spec!r}")
+    return text
+
+
+def rounded(value, digits: int = 3) -> float:
+    """``value`` to ``digits`` significant digits, robustly (see :func:`fmt`), for a golden output."""
+    return float(fmt(value, f".{digits}g"))

@@ -20,24 +20,21 @@
 # start from. It covers §5.1 and §5.2 of the lecture notes, with a parameter-side variant of
 # self-test Q1:
 #
-# 1. **§5.1**: wrapping a tensor in `nn.Parameter` registers it with its module, which
-#    opens three channels: `parameters()` (what the optimizer updates), `state_dict()` (what
-#    a checkpoint saves) and `.to()` (what moves and casts with the module). A plain tensor
-#    attribute misses all three, and each miss is shown failing. `register_buffer` is the
-#    right home for state that is not trained.
-# 2. **§5.1**: the lecture's `Linear` (`y = x @ W`, with W stored as `(d_in, d_out)`)
-#    checked against `torch.nn.functional.linear` and `torch.nn.Linear`, and its cost.
-# 3. **§5.2**: $\mathrm{Var}(y) = d_\text{in}\,\mathrm{Var}(x)\,\mathrm{Var}(W)$ measured;
-#    with N(0, 1) weights a width-256 network overflows fp32 at exactly layer 32, while
+# 1. **§5.1**: `nn.Parameter` registers a tensor with its module, which opens three
+#    channels: `parameters()` (what the optimizer updates), `state_dict()` (what a
+#    checkpoint saves) and `.to()` (what moves and casts). A plain tensor attribute misses
+#    all three; `register_buffer` is the home for state that is not trained.
+# 2. **§5.1**: the lecture's `Linear` (`y = x @ W`, W stored as `(d_in, d_out)`) and its
+#    init rule, written here, checked against `torch.nn.functional.linear` and `torch.nn.Linear`.
+# 3. **§5.2**: $\mathrm{Var}(y) = d_\text{in}\,\mathrm{Var}(x)\,\mathrm{Var}(W)$ measured; N(0, 1)
+#    weights overflow fp32 at exactly layer 32 of a width-256 network, while
 #    $1/\sqrt{d_\text{in}}$ (and $\sqrt{2/d_\text{in}}$ with ReLU) keeps activations near 1.
-# 4. **§5.2**: the notes' `trunc_normal_(..., a=-3, b=3)` does not cut at ±3σ, because
-#    `a` and `b` are absolute bounds; the correct call does, and it shrinks the std by a
-#    known factor, 0.9866, which compounds over depth. And `torch.nn.init`'s fan-in reads
-#    the wrong axis of a weight stored in the lecture's `(d_in, d_out)` layout.
+# 4. **§5.2**: the notes' `trunc_normal_(..., a=-3, b=3)` does not cut at ±3σ (`a`, `b` are
+#    absolute); the correct call does, and shrinks the std by 0.9866 per layer. And
+#    `torch.nn.init`'s fan-in reads the wrong axis of a `(d_in, d_out)` weight.
 #
-# Every claim prints a `✓` line: it is an assertion, so the notebook fails if a claim is
-# wrong. Lines starting with `[measured]` depend on the machine. All numeric work runs on
-# the CPU, so the outputs are the same on every machine; one cell adds a GPU check.
+# A `✓` line is a checked claim; a `[measured]` line depends on the machine. All numeric
+# work runs on the CPU, so the outputs are the same everywhere; one cell adds a GPU check.
 
 # %%
 from lecture_utils import setup
@@ -53,24 +50,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_utils import check, check_raises, cuda_only, measured
+from lecture_utils.checks import fmt, rounded  # print random-data values stably
 from lecture_utils.flops import count_flops
 from lecture_utils.memory import format_bytes, tensor_bytes
 from lecture_utils.models import Cruncher, n_params
-from lecture_utils.nn import Linear, init_weight
-
-
-def fmt(value, spec):
-    """format(value, spec) for a value from random data, refusing a value so close to a
-    rounding boundary that last-bit differences (thread count, CPU) could change the text."""
-    text = format(value, spec)
-    if any(format(value * (1 + nudge), spec) != text for nudge in (-1e-5, 1e-5)):
-        raise ValueError(f"{value!r} is too close to a rounding boundary for {spec!r}")
-    return text
-
-
-def rounded(value, digits=3):
-    """`value` to `digits` significant digits, robustly (see fmt), for a check to print."""
-    return float(fmt(value, f".{digits}g"))
 
 # %% [markdown]
 # ## §5.1 What is a parameter?
@@ -106,7 +89,8 @@ check("named_parameters()", [(name, tuple(p.shape)) for name, p in layer.named_p
 
 # %%
 check("stored in layer._parameters", list(layer._parameters), ["weight"])
-check("'weight' in the ordinary attribute dict, vars(layer)", "weight" in vars(layer), False)
+check("'weight' is not in the ordinary attribute dict, vars(layer)", "weight" not in vars(layer),
+      True)
 
 # %% [markdown]
 # ### Channel 1: `parameters()` is what the optimizer updates
@@ -126,7 +110,7 @@ layer(x).pow(2).mean().backward()
 opt.step()
 check("after one step: W = W_before - lr * grad", layer.weight.detach(),
       before - LR * layer.weight.grad, rel=1e-6, abs=1e-7)
-check("W still equal to W_before", torch.equal(layer.weight, before), False)
+check("W moved", not torch.equal(layer.weight, before), True)
 
 # %% [markdown]
 # ### Channel 2: `state_dict()` is what a checkpoint saves and restores
@@ -144,7 +128,8 @@ torch.save(state, buffer)
 
 torch.manual_seed(1)
 fresh = NotesLinear(4, 3)
-check("a fresh model (seed 1) has the same weights", torch.equal(fresh.weight, layer.weight), False)
+check("a fresh model (seed 1) has other weights", not torch.equal(fresh.weight, layer.weight),
+      True)
 buffer.seek(0)
 fresh.load_state_dict(torch.load(buffer, weights_only=True))
 check("after load_state_dict: the same weights", torch.equal(fresh.weight, layer.weight), True)
@@ -161,7 +146,7 @@ layer(x).pow(2).mean().backward()
 opt.step()
 check("after another step the 'snapshot' moved too", torch.equal(state["weight"], layer.weight),
       True)
-check("the clone still equals the weight", torch.equal(kept, layer.weight), False)
+check("the clone kept the old values", not torch.equal(kept, layer.weight), True)
 
 # %% [markdown]
 # ### Channel 3: `.to()` moves and casts every registered tensor
@@ -175,7 +160,6 @@ check("the clone still equals the weight", torch.equal(kept, layer.weight), Fals
 # %%
 check("module.to() returns the module itself", layer.to(torch.float64) is layer, True)
 check("weight dtype after .to(torch.float64)", layer.weight.dtype, torch.float64)
-check("...still a Parameter", isinstance(layer.weight, nn.Parameter), True)
 check("...and still the object the optimizer holds", opt.param_groups[0]["params"][0] is layer.weight,
       True)
 check("the forward pass now takes float64", layer(x.double()).dtype, torch.float64)
@@ -183,8 +167,8 @@ check("the forward pass now takes float64", layer(x.double()).dtype, torch.float
 layer.to("meta")
 check("after .to('meta'): device", layer.weight.device.type, "meta")
 check("...shape kept", tuple(layer.weight.shape), (4, 3))
-check("the optimizer still holds the weight after .to('meta')",
-      opt.param_groups[0]["params"][0] is layer.weight, False)
+check("after .to('meta') the optimizer holds a stale object",
+      opt.param_groups[0]["params"][0] is not layer.weight, True)
 
 # %% [markdown]
 # That is why the usual order is: build the model, move it to its device and dtype, *then*
@@ -204,6 +188,81 @@ if cuda_only(device, "moving a module to the GPU with .to(device)"):
     assert gpu_layer.weight.is_cuda and out.is_cuda
     assert gpu_layer.weight is weight_object  # CPU<->CUDA swaps .data, like a dtype change
     del gpu_layer, weight_object, out
+
+# %% [markdown]
+# ## §5.1 The lecture's `Linear`, checked against torch
+#
+# The course's `Linear` is the notes' layer with two changes: no `randn` (it uses
+# `init_weight`, whose ±3σ cut §5.2 studies), and it takes `device` and `dtype`. It keeps the
+# lecture's layout: `W` is `(d_in, d_out)` and `y = x @ W`. `torch.nn.Linear` stores the
+# transpose, `(d_out, d_in)`, and computes `x @ W.T + b`; `F.linear(x, A)` computes
+# `x @ A.T`, so the lecture's layer equals `F.linear(x, W.T)`. Later notebooks and the
+# course's models import this cell from `lecture_utils.nn`.
+
+# %%
+# @save lecture_utils/nn.py
+def init_weight(d_in, d_out, *, device=None, dtype=None):
+    """A (d_in, d_out) weight from a normal with std 1/sqrt(d_in), cut at ±3 std.
+
+    The cut removes the 0.27% of draws beyond 3 std, so the std becomes 0.9866 / sqrt(d_in).
+    ``trunc_normal_``'s ``a`` and ``b`` are *absolute* bounds, so they are scaled by std.
+    """
+    std = 1 / math.sqrt(d_in)
+    weight = torch.empty(d_in, d_out, device=device, dtype=dtype)
+    return nn.init.trunc_normal_(weight, std=std, a=-3 * std, b=3 * std)
+
+
+class Linear(nn.Module):
+    """y = x @ W with W of shape (d_in, d_out), no bias (torch.nn.Linear stores W.T)."""
+
+    def __init__(self, d_in, d_out, *, device=None, dtype=None):
+        super().__init__()
+        self.weight = nn.Parameter(init_weight(d_in, d_out, device=device, dtype=dtype))
+
+    def forward(self, x):
+        return x @ self.weight
+
+    def extra_repr(self):
+        return f"d_in={self.weight.shape[0]}, d_out={self.weight.shape[1]}"
+
+
+# %%
+D_IN, D_OUT, BATCH = 512, 2048, 64
+torch.manual_seed(0)
+lin = Linear(D_IN, D_OUT)
+xb = torch.randn(BATCH, D_IN)
+y = lin(xb)
+print(lin)
+check("W shape (d_in, d_out)", tuple(lin.weight.shape), (D_IN, D_OUT))
+check("y shape", tuple(y.shape), (BATCH, D_OUT))
+check("x @ W == F.linear(x, W.T)", y, F.linear(xb, lin.weight.T), rel=1e-5, abs=1e-6)
+
+ref = nn.Linear(D_IN, D_OUT, bias=False)
+check("torch.nn.Linear stores (d_out, d_in)", tuple(ref.weight.shape), (D_OUT, D_IN))
+with torch.no_grad():
+    ref.weight.copy_(lin.weight.T)
+check("== torch.nn.Linear with W.T copied in", y, ref(xb), rel=1e-5, abs=1e-6)
+
+# %% [markdown]
+# Its cost: $d_\text{in} \cdot d_\text{out}$ parameters, 4 bytes each in fp32 (a bias
+# would add $d_\text{out}$ more). The notes' toy MLP (§4.3) is $L$ such $D \times D$ layers,
+# so about $L D^2$ parameters; the course's `Cruncher` adds a $D \to 1$ head. Building it on
+# the `meta` device counts the parameters without allocating or initialising anything.
+
+# %%
+print(f"Linear({D_IN}, {D_OUT}): {n_params(lin):,} parameters, "
+      f"{format_bytes(tensor_bytes(lin.weight))} in fp32")
+check("parameters = d_in * d_out", n_params(lin), D_IN * D_OUT)
+check("fp32 bytes = 4 * d_in * d_out", tensor_bytes(lin.weight), 4 * D_IN * D_OUT)
+check("bf16 bytes", tensor_bytes(Linear(D_IN, D_OUT, dtype=torch.bfloat16).weight),
+      2 * D_IN * D_OUT)
+check("torch.nn.Linear with its bias: + d_out", n_params(nn.Linear(D_IN, D_OUT)),
+      D_IN * D_OUT + D_OUT)
+
+with torch.device("meta"):
+    cruncher = Cruncher(4096, 8)
+check("Cruncher(4096, 8): L * D^2 + D parameters", n_params(cruncher), 8 * 4096**2 + 4096)
+check("...in fp32 (GiB)", n_params(cruncher) * 4 / 2**30, 0.50002, rel=1e-5)
 
 # %% [markdown]
 # ### What goes wrong with a plain tensor attribute
@@ -240,7 +299,7 @@ w1_before, w2_before = model.w1.detach().clone(), model.w2.detach().clone()
 model(x).pow(2).mean().backward()
 opt.step()
 check("w2 has a gradient", model.w2.grad is not None, True)
-check("w1 unchanged by the step", torch.equal(model.w1, w1_before), False)
+check("w1 moved by the step", not torch.equal(model.w1, w1_before), True)
 check("w2 unchanged by the step", torch.equal(model.w2, w2_before), True)
 
 # %% [markdown]
@@ -256,9 +315,8 @@ restored = Forgetful(4, 16, 2)
 buffer.seek(0)
 restored.load_state_dict(torch.load(buffer, weights_only=True))
 check("w1 restored", torch.equal(restored.w1, model.w1), True)
-check("w2 restored", torch.equal(restored.w2, model.w2), False)
-check("the restored model gives the same outputs",
-      torch.allclose(restored(x), model(x)), False)
+check("w2 not restored", not torch.equal(restored.w2, model.w2), True)
+check("the restored model gives other outputs", not torch.allclose(restored(x), model(x)), True)
 
 # %% [markdown]
 # **`.to()` leaves it behind.** Casting the module to float64 converts `w1` only. The next
@@ -327,7 +385,7 @@ scaled = ScaledLinear(4, 3)
 check("parameters()", [name for name, _ in scaled.named_parameters()], ["weight"])
 check("buffers()", [name for name, _ in scaled.named_buffers()], ["scale", "table"])
 check("state_dict(): the persistent buffer only", list(scaled.state_dict()), ["weight", "scale"])
-check("a buffer requires grad", scaled.scale.requires_grad, False)
+check("a buffer needs no grad", not scaled.scale.requires_grad, True)
 
 opt = torch.optim.SGD(scaled.parameters(), lr=LR)
 scaled(x).pow(2).mean().backward()
@@ -338,53 +396,6 @@ scaled.to(torch.float64)
 check(".to(float64) casts parameters and buffers", {t.dtype for t in scaled.state_dict().values()}
       | {scaled.table.dtype}, {torch.float64})
 check("...and the forward pass works", scaled(x.double()).dtype, torch.float64)
-
-# %% [markdown]
-# ## §5.1 The lecture's `Linear`, checked against torch
-#
-# The course's `lecture_utils.nn.Linear` is the notes' layer with two changes: no `randn`
-# (it uses `init_weight`, studied in §5.2), and it takes `device` and `dtype`. It keeps the
-# lecture's layout: `W` is `(d_in, d_out)` and `y = x @ W`. `torch.nn.Linear` stores the
-# transpose, `(d_out, d_in)`, and computes `x @ W.T + b`; `F.linear(x, A)` computes
-# `x @ A.T`, so the lecture's layer equals `F.linear(x, W.T)`.
-
-# %%
-D_IN, D_OUT, BATCH = 512, 2048, 64
-torch.manual_seed(0)
-lin = Linear(D_IN, D_OUT)
-x = torch.randn(BATCH, D_IN)
-y = lin(x)
-print(lin)
-check("W shape (d_in, d_out)", tuple(lin.weight.shape), (D_IN, D_OUT))
-check("y shape", tuple(y.shape), (BATCH, D_OUT))
-check("x @ W == F.linear(x, W.T)", y, F.linear(x, lin.weight.T), rel=1e-5, abs=1e-6)
-
-ref = nn.Linear(D_IN, D_OUT, bias=False)
-check("torch.nn.Linear stores (d_out, d_in)", tuple(ref.weight.shape), (D_OUT, D_IN))
-with torch.no_grad():
-    ref.weight.copy_(lin.weight.T)
-check("== torch.nn.Linear with W.T copied in", y, ref(x), rel=1e-5, abs=1e-6)
-
-# %% [markdown]
-# Its cost: $d_\text{in} \cdot d_\text{out}$ parameters, 4 bytes each in fp32 (a bias
-# would add $d_\text{out}$ more). The notes' toy MLP (§4.3) is $L$ such $D \times D$ layers,
-# so about $L D^2$ parameters; the course's `Cruncher` adds a $D \to 1$ head. Building it on
-# the `meta` device counts the parameters without allocating or initialising anything.
-
-# %%
-print(f"Linear({D_IN}, {D_OUT}): {n_params(lin):,} parameters, "
-      f"{format_bytes(tensor_bytes(lin.weight))} in fp32")
-check("parameters = d_in * d_out", n_params(lin), D_IN * D_OUT)
-check("fp32 bytes = 4 * d_in * d_out", tensor_bytes(lin.weight), 4 * D_IN * D_OUT)
-check("bf16 bytes", tensor_bytes(Linear(D_IN, D_OUT, dtype=torch.bfloat16).weight),
-      2 * D_IN * D_OUT)
-check("torch.nn.Linear with its bias: + d_out", n_params(nn.Linear(D_IN, D_OUT)),
-      D_IN * D_OUT + D_OUT)
-
-with torch.device("meta"):
-    cruncher = Cruncher(4096, 8)
-check("Cruncher(4096, 8): L * D^2 + D parameters", n_params(cruncher), 8 * 4096**2 + 4096)
-check("...in fp32 (GiB)", n_params(cruncher) * 4 / 2**30, 0.50002, rel=1e-5)
 
 # %% [markdown]
 # ## §5.2 Why initialisation matters
@@ -543,28 +554,17 @@ check("ReLU, Kaiming: every layer's RMS in [0.25, 4]", all(0.25 < r < 4 for r in
 
 
 # %%
-def plot_depth(curves, title, ylim=None, legend="center right"):
-    """RMS against layer on a log axis; without ylim, also the fp32 ceiling and overflows."""
+def plot_depth(curves, title, ylim=None):
+    """RMS of each layer's output against depth on a log axis (inf and 0 left out)."""
     fig, ax = plt.subplots(figsize=(7.0, 4.0))
-    layers = range(1, DEPTH + 1)
     for label, (values, style) in curves.items():
-        finite = [(L, v) for L, v in zip(layers, values, strict=True) if math.isfinite(v) and v > 0]
-        line, = ax.plot(*zip(*finite, strict=True), style, label=label, lw=1.5)
-        if ylim is None and overflow.get(label) is not None:
-            ax.plot(overflow[label], FP32_MAX, "x", color=line.get_color(), ms=9, mew=2)
-    ax.set_yscale("log")
+        finite = [(L + 1, v) for L, v in enumerate(values) if math.isfinite(v) and v > 0]
+        ax.plot(*zip(*finite, strict=True), style, label=label, lw=1.5)
     if ylim is None:
-        ax.axhline(FP32_MAX, color="0.3", lw=1, ls=":")
-        ax.text(1, FP32_MAX / 1e6, "fp32 max (x: first inf)", fontsize=8, color="0.3", va="top")
-    else:
-        ax.set_ylim(*ylim)
-        ticks = [0.4, 0.5, 0.6, 0.8, 1.0, 1.2]
-        ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
-        ax.minorticks_off()
-    ax.set_xlabel("layer")
-    ax.set_ylabel("RMS of the layer's output")
+        ax.axhline(FP32_MAX, color="0.3", lw=1, ls=":", label="fp32 max")
+    ax.set(yscale="log", ylim=ylim, xlabel="layer", ylabel="RMS of the layer's output")
     ax.set_title(title, loc="left")
-    ax.legend(frameon=False, fontsize=8, loc=legend)
+    ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()
     plt.show()
 
@@ -596,13 +596,10 @@ plot_depth({label: (r, "-") for label, r in rms.items()},
 # $d_\text{in} = 1$.
 
 # %%
-print(f"{'d_in':>6} {'std':>9} {'bound 3 in units of std':>24}")
-for d in (1, 4, 64, 1024, 4096, 12288):
-    std_d = 1 / math.sqrt(d)
-    print(f"{d:>6} {std_d:>9.4g} {3 / std_d:>23.4g}σ")
+print("d_in:            " + " ".join(f"{d:>6}" for d in (1, 4, 64, 1024, 12288)))
+print("bound 3 in std:  " + " ".join(f"{3 * math.sqrt(d):>5.0f}σ" for d in (1, 4, 64, 1024, 12288)))
 D = 1024
 std = 1 / math.sqrt(D)
-check("d_in = 1024: std", std, 1 / 32)
 check("d_in = 1024: the bound 3 is at (in std)", 3 / std, 96.0)
 
 # %% [markdown]
@@ -679,8 +676,8 @@ check("sample std / std (correct call)", rounded(w_right.std().item() / std, 4),
 check("...clearly below the untruncated 1", w_right.std().item() / std < 0.99, True)
 
 # %% [markdown]
-# The course's `init_weight` (behind `lecture_utils.nn.Linear`) makes the correct call:
-# from the same seed it returns the same matrix bit for bit.
+# The `init_weight` cell of §5.1 makes the correct call: from the same seed it returns the
+# same matrix bit for bit.
 
 # %%
 torch.manual_seed(0)
@@ -718,8 +715,7 @@ check("Cruncher (init_weight), RMS after 50 layers: near 0.51, not 1",
 plot_depth({"linear, std 1/sqrt(d) (from above)": (lin_s, "-"),
             "linear, init_weight (cut at ±3σ)": (trunc_rms, "-"),
             "0.9866 ** layer": ([SHRINK ** (L + 1) for L in range(DEPTH)], "k--")},
-           "the ±3σ cut shrinks the std by 0.9866 per layer", ylim=(0.35, 1.3),
-           legend="lower left")
+           "the ±3σ cut shrinks the std by 0.9866 per layer", ylim=(0.35, 1.3))
 
 # %% [markdown]
 # ### A layout trap in `torch.nn.init`
@@ -841,20 +837,18 @@ class Everything(nn.Module):
         self.in_module_list = nn.ModuleList([Linear(2, 2)])
 
 
+def tensors_of(m):
+    return {"Parameter": m.param, "plain tensor": m.plain, "buffer": m.buffer,
+            "buffer, persistent=False": m.scratch, "Linear in a list": m.in_list[0].weight,
+            "Linear in a ModuleList": m.in_module_list[0].weight}
+
+
 everything = Everything()
-tensors = {"Parameter": everything.param, "plain tensor": everything.plain,
-           "buffer": everything.buffer, "buffer, persistent=False": everything.scratch,
-           "Linear in a list": everything.in_list[0].weight,
-           "Linear in a ModuleList": everything.in_module_list[0].weight}
 trained = {id(p) for p in everything.parameters()}
 saved = {t.data_ptr() for t in everything.state_dict().values()}
-seen = {name: [id(t) in trained, t.data_ptr() in saved] for name, t in tensors.items()}
+seen = {name: [id(t) in trained, t.data_ptr() in saved] for name, t in tensors_of(everything).items()}
 everything.to(torch.float64)
-tensors = {"Parameter": everything.param, "plain tensor": everything.plain,
-           "buffer": everything.buffer, "buffer, persistent=False": everything.scratch,
-           "Linear in a list": everything.in_list[0].weight,
-           "Linear in a ModuleList": everything.in_module_list[0].weight}
-for name, t in tensors.items():
+for name, t in tensors_of(everything).items():
     seen[name].append(t.dtype == torch.float64)
 
 print(f"{'':<25} {'trained':>8} {'saved':>6} {'.to()':>6}")
