@@ -25,8 +25,7 @@
 # 3. **§1.2**: training keeps several numbers per parameter (16 bytes with AdamW),
 #    which is enough to settle how big a model 8 × 80 GB H100s can train.
 #
-# Every claim prints a `✓` line: it is an assertion, so the notebook fails if a claim
-# is wrong. Lines starting with `[measured]` depend on the machine.
+# A `✓` line is a checked claim; a `[measured]` line depends on the machine.
 
 # %%
 from lecture_utils import setup
