@@ -15,13 +15,13 @@ import torch
 
 from lecture_utils import get_device
 from lecture_utils.bench import time_fn
-from lecture_utils.data import DATA_DIR, get_batch, get_batch_lecture, load_tokens
+from lecture_utils.data import data_dir, get_batch, get_batch_lecture, load_tokens
 
 TARGET = 5.0
 
 
 def main() -> int:
-    data = load_tokens(DATA_DIR / "tokens" / "train.bin")
+    data = load_tokens(data_dir() / "tokens" / "train.bin")
     torch.set_num_threads(1)  # a sampler is one thread's work; a busy second core would add noise
     ok = True
     t_vec = time_fn(get_batch, data, 64, 1024, "cpu", min_run_time=1.0)

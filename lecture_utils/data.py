@@ -2,9 +2,11 @@
 
     python -m lecture_utils.data prepare     # (or `make data`) tokenizer + token files
 
-Files (in data/): ``tokenizer.json`` (byte-level BPE trained with Hugging Face
-``tokenizers`` on data/corpus/), ``tokens/{train,val}.bin`` (raw little-endian
-uint16) and a JSON sidecar beside each (dtype, vocab size, token count, sha256).
+Files, in the data folder (:func:`data_dir`): ``tokenizer.json`` (byte-level BPE trained
+with Hugging Face ``tokenizers`` on ``corpus/``), ``tokens/{train,val}.bin`` (raw
+little-endian uint16) and a JSON sidecar beside each (dtype, vocab size, token count,
+sha256). The samplers are lesson code from notebook 06; the file loaders, the
+``Prefetcher`` and ``prepare`` are hand-written here.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import numbers
 import os
 import queue
 import sys
@@ -22,10 +23,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lecture_utils.checks import positive_int
+from lecture_utils import validate
 from lecture_utils.device import get_device
 
 DATA_ENV_VAR = "LECTURE_DATA"  # a folder holding tokenizer.json and tokens/, to use other data
+TOKEN_DTYPE = np.dtype("<u2")  # little-endian uint16: any vocabulary below 65,536
+EOT = "<|endoftext|>"
 
 
 def data_dir() -> Path:
@@ -38,9 +41,40 @@ def data_dir() -> Path:
     return installed if installed.is_dir() else Path(__file__).resolve().parents[1] / "data"
 
 
-DATA_DIR = data_dir()  # as resolved at import; call data_dir() to honour a later LECTURE_DATA
-TOKEN_DTYPE = np.dtype("<u2")  # little-endian uint16: any vocabulary below 65,536
-EOT = "<|endoftext|>"
+def __getattr__(name: str):
+    # DATA_DIR, the older name, is looked up when imported, so it honours LECTURE_DATA too.
+    if name == "DATA_DIR":
+        return data_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# >>> lesson code from notebooks/06_data_loading.py: edit it there, then `make export`
+def get_batch_lecture(data, batch_size, seq_len, device):
+    """The notes' list-based version (§6), kept verbatim for comparison."""
+    starts = torch.randint(len(data) - seq_len - 1, (batch_size,))
+    x = torch.stack([torch.from_numpy(data[i:i + seq_len].astype(np.int64)) for i in starts])
+    y = torch.stack([torch.from_numpy(data[i + 1:i + seq_len + 1].astype(np.int64)) for i in starts])
+    return x.to(device), y.to(device)
+
+
+def sample_windows(data, batch_size, seq_len, generator=None):
+    """(batch_size, seq_len + 1) int64 windows of `data` at uniform random starts, on the CPU."""
+    assert 0 < seq_len < len(data), f"seq_len must be in 1..{len(data) - 1}, got {seq_len}"
+    starts = torch.randint(len(data) - seq_len, (batch_size,), generator=generator).numpy()
+    positions = starts[:, None] + np.arange(seq_len + 1)
+    return torch.from_numpy(data[positions].astype(np.int64))  # one gather for the whole batch
+
+
+def get_batch(data, batch_size, seq_len, device, generator=None):
+    """(x, y): int64 (batch_size, seq_len) tensors on `device`; y is x shifted by one token."""
+    device = get_device(device)  # "cuda:99" raises instead of silently using the CPU
+    windows = sample_windows(data, batch_size, seq_len, generator)
+    if device.type == "cuda":  # pinned host memory: the copy runs asynchronously (§6.1)
+        windows = windows.pin_memory().to(device, non_blocking=True)
+    else:
+        windows = windows.to(device)
+    return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
+# <<< lesson code from notebooks/06_data_loading.py
 
 
 # --- files ------------------------------------------------------------------------
@@ -60,13 +94,12 @@ def write_tokens(path: str | Path, tokens: np.ndarray, vocab_size: int, **extra)
     tokens = np.asarray(tokens)
     if tokens.ndim != 1 or not np.issubdtype(tokens.dtype, np.integer):
         raise ValueError(f"tokens must be a 1-D integer array, got {tokens.dtype} {tokens.shape}")
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, numbers.Integral) or not 0 < vocab_size <= 65536:
-        raise ValueError(f"vocab_size must be an int in 1..65536 to fit uint16, got {vocab_size!r}")
+    vocab_size = validate.integer(vocab_size, "vocab_size (uint16 holds 65,536 ids)", high=65536)
     if tokens.size and (tokens.min() < 0 or tokens.max() >= vocab_size):
         raise ValueError(f"token ids must be in [0, {vocab_size}), got [{tokens.min()}, {tokens.max()}]")
     path.parent.mkdir(parents=True, exist_ok=True)
     tokens.astype(TOKEN_DTYPE).tofile(path)
-    meta = {"dtype": "uint16", "byte_order": "little", "vocab_size": int(vocab_size),
+    meta = {"dtype": "uint16", "byte_order": "little", "vocab_size": vocab_size,
             "n_tokens": int(tokens.size), "sha256": sha256_of(path), **extra}
     path.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
@@ -81,7 +114,8 @@ def load_tokens(path: str | Path, *, verify: bool = True) -> np.memmap:
     path = Path(path)
     sidecar = path.with_suffix(".json")
     if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist; run `python -m lecture_utils.data prepare`")
+        raise FileNotFoundError(f"{path} does not exist; run `python -m lecture_utils.data prepare` "
+                                f"or set {DATA_ENV_VAR} to a folder holding tokens/")
     if not sidecar.exists():
         raise FileNotFoundError(f"{sidecar} (the sidecar describing {path.name}) does not exist")
     meta = json.loads(sidecar.read_text())
@@ -95,91 +129,29 @@ def load_tokens(path: str | Path, *, verify: bool = True) -> np.memmap:
     return np.memmap(path, dtype=TOKEN_DTYPE, mode="r")
 
 
-# --- batches ----------------------------------------------------------------------
-
-
-def _check_data(data) -> None:
-    if not isinstance(data, np.ndarray) or data.ndim != 1 or not np.issubdtype(data.dtype, np.integer):
-        raise TypeError("data must be a 1-D integer numpy array or memmap of token ids, got "
-                        f"{type(data).__name__} {getattr(data, 'dtype', '')} {getattr(data, 'shape', '')}")
-
-
-def sample_windows(data: np.ndarray, batch_size: int, seq_len: int,
-                   generator: torch.Generator | None = None) -> torch.Tensor:
-    """(batch_size, seq_len + 1) int64 windows of ``data`` at uniform random starts, on the CPU.
-
-    Every start in ``0 .. len(data) - seq_len - 1`` is equally likely (each needs
-    ``seq_len + 1`` tokens: inputs plus the one-token-shifted targets). One fancy index
-    reads all windows at once: no Python loop over the batch.
-    """
-    _check_data(data)
-    batch_size = positive_int(batch_size, "batch_size")
-    seq_len = positive_int(seq_len, "seq_len")
-    if seq_len >= len(data):
-        raise ValueError(f"seq_len ({seq_len}) must be < len(data) ({len(data)}): a window needs "
-                         "seq_len + 1 tokens")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    starts = torch.randint(len(data) - seq_len, (batch_size,), generator=generator).numpy()
-    index = starts[:, None] + np.arange(seq_len + 1)
-    return torch.from_numpy(data[index].astype(np.int64))
-
-
-def _to_device(x: torch.Tensor, device: torch.device) -> torch.Tensor:
-    if device.type == "cuda":  # pinned host memory lets the copy run asynchronously
-        return x.pin_memory().to(device, non_blocking=True)
-    return x.to(device)
-
-
-def get_batch(data: np.ndarray, batch_size: int, seq_len: int, device: str | torch.device,
-              generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sample ``(x, y)``: int64 tensors of shape (batch_size, seq_len) on ``device``,
-    ``y`` being ``x`` shifted left by one token.
-
-    Vectorised (one gather for the whole batch); on CUDA the batch is pinned and copied
-    with ``non_blocking=True``. Pass a ``torch.Generator`` to make sampling
-    reproducible and checkpointable (``generator.get_state()``). A device that does not
-    exist (``"cuda:99"``) raises instead of silently falling back.
-    """
-    device = get_device(device)
-    return _split(_to_device(sample_windows(data, batch_size, seq_len, generator), device))
-
-
-def _split(windows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(B, T + 1) windows -> inputs and targets. The windows cross to the device once;
-    x and y overlap in all but one token, so copying them separately would double it."""
-    return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
-
-
-def get_batch_lecture(data, batch_size, seq_len, device):
-    """The notes' list-based version (§6), kept verbatim for comparison."""
-    starts = torch.randint(len(data) - seq_len - 1, (batch_size,))
-    x = torch.stack([torch.from_numpy(data[i:i + seq_len].astype(np.int64)) for i in starts])
-    y = torch.stack([torch.from_numpy(data[i + 1:i + seq_len + 1].astype(np.int64)) for i in starts])
-    return x.to(device), y.to(device)
+# --- overlap: batches prepared in the background ------------------------------------
 
 
 class Prefetcher:
     """Prepare the next batches in a background thread while the current step computes.
 
-    Iterating yields ``(x, y)`` like :func:`get_batch`. The thread samples and gathers on
-    the CPU and, on CUDA, pins and starts the host-to-device copy on a side stream, so
-    data loading overlaps with compute. Batches come out in the order the generator
-    produces them, so a seeded generator gives the same sequence as ``get_batch``.
+    Iterating yields ``(x, y)`` like :func:`get_batch`. The thread calls ``get_batch``
+    and, on CUDA, does so on a side stream, so the host-to-device copy overlaps with
+    compute. Batches come out in the order the generator produces them, so a seeded
+    generator gives the same sequence as ``get_batch``.
 
         with Prefetcher(data, 32, 256, device, generator=g) as batches:
             for step, (x, y) in zip(range(steps), batches): ...
     """
 
     def __init__(self, data, batch_size: int, seq_len: int, device, *, generator=None, depth: int = 2):
-        _check_data(data)
         self.data, self.batch_size, self.seq_len = data, batch_size, seq_len
         self.device = get_device(device)
         if generator is None:  # the worker thread must not share the global RNG with the caller
             generator = torch.Generator().manual_seed(int(torch.randint(2**62, (1,)).item()))
         self.generator = generator
-        sample_windows(data, batch_size, seq_len, torch.Generator())  # validate sizes now
-        self.depth = positive_int(depth, "depth")
+        sample_windows(data, batch_size, seq_len, torch.Generator())  # bad sizes fail here, not in the thread
+        self.depth = validate.integer(depth, "depth")  # 0 would make the queue unbounded
         self._queue: queue.Queue = queue.Queue(maxsize=self.depth)
         self._stop = threading.Event()
         self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
@@ -189,15 +161,12 @@ class Prefetcher:
     def _work(self):
         try:
             while not self._stop.is_set():
-                windows = sample_windows(self.data, self.batch_size, self.seq_len, self.generator)
                 event = None
-                if self._stream is not None:
-                    with torch.cuda.stream(self._stream):
-                        x, y = _split(_to_device(windows, self.device))
+                with torch.cuda.stream(self._stream):  # on the CPU (stream None): no-op
+                    x, y = get_batch(self.data, self.batch_size, self.seq_len, self.device, self.generator)
+                    if self._stream is not None:  # marks when the copy is done
                         event = torch.cuda.Event()
                         event.record(self._stream)
-                else:
-                    x, y = _split(windows.to(self.device))
                 self._put((x, y, event))
         except Exception as err:  # hand the error to the consumer instead of dying silently
             self._put(err)
@@ -267,19 +236,19 @@ def train_tokenizer(corpus_dir: Path, vocab_size: int, out: Path):
     return tok
 
 
-def prepare(data_dir: Path = DATA_DIR, vocab_size: int = 8192, val_every: int = 20) -> dict:
-    """Train the tokenizer and write train/val token files. Deterministic: same bytes twice.
+def prepare(folder: str | Path | None = None, vocab_size: int = 8192, val_every: int = 20) -> dict:
+    """Train the tokenizer and write train/val token files in ``folder`` (default:
+    :func:`data_dir`), from its ``corpus/``. Deterministic: same bytes twice.
 
     Paragraph ``i`` goes to validation when ``i % val_every == 0``, so both splits
     cover both books. Documents are joined with the ``<|endoftext|>`` token.
     """
-    vocab_size = positive_int(vocab_size, "vocab_size")
-    if vocab_size > 65536:
-        raise ValueError(f"vocab_size {vocab_size} does not fit uint16 (max 65,536 ids)")
-    val_every = positive_int(val_every, "val_every")
-    tok = train_tokenizer(data_dir / "corpus", vocab_size, data_dir / "tokenizer.json")
+    folder = Path(folder) if folder is not None else data_dir()
+    vocab_size = validate.integer(vocab_size, "vocab_size (uint16 holds 65,536 ids)", high=65536)
+    val_every = validate.integer(val_every, "val_every")
+    docs = _documents(folder / "corpus")
+    tok = train_tokenizer(folder / "corpus", vocab_size, folder / "tokenizer.json")
     eot = tok.token_to_id(EOT)
-    docs = _documents(data_dir / "corpus")
     splits = {"train": [], "val": []}
     for i, doc in enumerate(docs):
         splits["val" if i % val_every == 0 else "train"].append(doc)
@@ -288,7 +257,7 @@ def prepare(data_dir: Path = DATA_DIR, vocab_size: int = 8192, val_every: int = 
         ids: list[int] = []
         for enc in tok.encode_batch(texts):
             ids += enc.ids + [eot]
-        result[split] = write_tokens(data_dir / "tokens" / f"{split}.bin", np.array(ids),
+        result[split] = write_tokens(folder / "tokens" / f"{split}.bin", np.array(ids),
                                      tok.get_vocab_size(), tokenizer="data/tokenizer.json",
                                      documents=len(texts))
     return result
@@ -296,15 +265,17 @@ def prepare(data_dir: Path = DATA_DIR, vocab_size: int = 8192, val_every: int = 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lecture_utils.data",
-                                     description="Build the tokenizer and uint16 token files in data/.")
+                                     description="Build the tokenizer and uint16 token files.")
     sub = parser.add_subparsers(dest="command", required=True)
-    prep = sub.add_parser("prepare", help="train the tokenizer, write data/tokens/{train,val}.bin")
+    prep = sub.add_parser("prepare", help="train the tokenizer, write tokens/{train,val}.bin")
     prep.add_argument("--vocab-size", type=int, default=8192)
-    prep.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    prep.add_argument("--data-dir", type=Path, default=None,
+                      help=f"folder with corpus/ (default: ${DATA_ENV_VAR}, else the package's data: "
+                           f"{data_dir()})")
     args = parser.parse_args(argv)
     try:
         result = prepare(args.data_dir, args.vocab_size)
-    except (ValueError, FileNotFoundError) as err:
+    except (TypeError, ValueError, FileNotFoundError) as err:
         parser.exit(2, f"{parser.prog}: error: {err}\n")
     for split, meta in result.items():
         print(f"{split}: {meta['n_tokens']:,} tokens, vocab {meta['vocab_size']}, sha256 {meta['sha256']}")

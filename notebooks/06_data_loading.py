@@ -16,26 +16,14 @@
 # # 06 · Data loading: tokens on disk, batches on the GPU
 #
 # The earlier notebooks counted bytes and FLOPs inside the model. This one follows the
-# data from the disk to the GPU, covering §6 and §6.1 of the lecture notes:
+# data from the disk to the GPU (§6 and §6.1 of the notes): the course's token files
+# (uint16 with a JSON sidecar, and the tokenizer that made them); memory-mapping, and why
+# the notes' `np.memmap("tokens.npy", ...)` is wrong; uint16 on disk versus int64 in a
+# batch; the notes' `get_batch` and a vectorised one, written out below, with the notes'
+# off-by-one; pinned memory, `non_blocking=True`, and a background prefetcher.
 #
-# 1. **§6 the data**: the course's token files (uint16, a JSON sidecar, a byte-level BPE
-#    tokenizer), decoded back to text.
-# 2. **§6 memory-mapping**: with `np.memmap` a 300 MB token file costs this process only
-#    the pages it touches, while `np.fromfile` costs the whole file. We read the process's
-#    resident memory to show it, and we fix the notes' `np.memmap("tokens.npy", ...)`.
-# 3. **§6 uint16 versus int64**: 4× the bytes, what happens to ids that do not fit in
-#    uint16, and why a batch must become int64 before it reaches the model.
-# 4. **§6 `get_batch`**: the notes' list-based sampler and the course's vectorised one draw
-#    the same windows from the same random numbers, except for an off-by-one in the notes.
-#    The vectorised one is several times faster.
-# 5. **§6.1 pinned memory**: pageable versus pinned host-to-device copies, what
-#    `non_blocking=True` really does, and how a background prefetcher keeps data loading
-#    out of the training step.
-#
-# Every claim prints a `✓` line: it is an assertion, so the notebook fails if a claim is
-# wrong. Lines starting with `[measured]` depend on the machine. The notebook runs on a
-# CPU and on a CUDA GPU; the cells about host-to-device copies need a GPU and say so
-# elsewhere.
+# Every `✓` line is an assertion; `[measured]` lines depend on the machine. The notebook
+# runs on a CPU and on a CUDA GPU; the host-to-device cells need a GPU and say so elsewhere.
 
 # %%
 from lecture_utils import setup
@@ -43,7 +31,6 @@ device = setup()
 
 # %%
 import gc
-import inspect
 import json
 import math
 import tempfile
@@ -56,17 +43,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lecture_utils import check, check_raises, cuda_only, measured
+from lecture_utils import check, check_raises, cuda_only, get_device, measured
 from lecture_utils.bench import time_fn
-from lecture_utils.data import (
-    DATA_DIR,
-    EOT,
-    Prefetcher,
-    get_batch,
-    get_batch_lecture,
-    load_tokens,
-    write_tokens,
-)
+from lecture_utils.data import EOT, Prefetcher, data_dir, load_tokens, write_tokens
 from lecture_utils.memory import format_bytes, tensor_bytes
 from lecture_utils.models import GPT, get_config
 
@@ -77,22 +56,23 @@ TMP = Path(scratch.name)
 # %% [markdown]
 # ## §6 Data loading: do not read it all into memory
 #
-# To a language model, the training data is one long sequence of integers: the
-# tokenizer's output (Lecture 1). A large corpus holds trillions of tokens, many terabytes
-# on disk, so reading it all into memory is not an option. The notes give the standard
-# answer: store the ids compactly on disk and **memory-map** the file.
+# To a language model the training data is one long sequence of integers, the tokenizer's
+# output (Lecture 1). A large corpus is trillions of tokens, terabytes on disk, so the notes
+# store the ids compactly on disk and **memory-map** the file.
 #
 # ### The data: token ids on disk
 #
 # The course ships a small corpus, *The Jargon File* and *The Devil's Dictionary*
 # (`data/README.md`), tokenized with a byte-level BPE of 8,192 ids. Each split is a raw
-# file of little-endian uint16 ids (`.bin`) with a JSON **sidecar** that records the dtype,
-# the vocabulary size, the token count and a sha256. A raw file carries no header, so the
-# sidecar is the only record of what the bytes mean. `load_tokens` checks the file against
-# its sidecar and returns a read-only `np.memmap`:
+# file of little-endian uint16 ids (`.bin`) with a JSON **sidecar** recording the dtype,
+# vocabulary size, token count and sha256: a raw file has no header, so the sidecar is the
+# only record of what the bytes mean. `load_tokens` checks the file against its sidecar
+# (size and sha256) and returns a read-only `np.memmap`. `data_dir()` finds the files:
+# `$LECTURE_DATA` if set, else the copy installed with the package, else the checkout's
+# `data/`.
 
 # %%
-TOKENS = DATA_DIR / "tokens"
+TOKENS = data_dir() / "tokens"
 train = load_tokens(TOKENS / "train.bin")
 val = load_tokens(TOKENS / "val.bin")
 meta = {split: json.loads((TOKENS / f"{split}.json").read_text()) for split in ("train", "val")}
@@ -107,23 +87,22 @@ check("train tokens", len(train), 455_403)
 check("val tokens", len(val), 25_803)
 check("token dtype (train, val): little-endian uint16", (train.dtype.str, val.dtype.str),
       ("<u2", "<u2"))
-check("train.bin on disk = 2 bytes x tokens", (TOKENS / "train.bin").stat().st_size, 2 * len(train))
-check("sidecars agree with the files (token counts)", (meta["train"]["n_tokens"],
-      meta["val"]["n_tokens"]), (len(train), len(val)))
 check("vocabulary size (sidecar)", meta["train"]["vocab_size"], 8192)
 check("largest id in either split < vocabulary", int(max(train.max(), val.max())) < 8192, True)
 check("load_tokens returns a read-only memmap", (type(train).__name__, train.flags.writeable),
       ("memmap", False))
 
 # %% [markdown]
-# The ids mean nothing without the tokenizer that made them. We load it, check that it
-# agrees with the sidecar, and decode the first 30 tokens of the validation split: the
-# header of the dictionary file that the corpus starts with.
+# The ids mean nothing without the tokenizer that made them. We load it, check it against
+# the sidecar, and decode the first 30 tokens of the validation split (the header of the
+# dictionary file the corpus starts with), then one whole document at position 527, an
+# entry of *The Devil's Dictionary*, token by token (each `|` is a token boundary). It ends
+# with `<|endoftext|>`, the separator between documents:
 
 # %%
 from tokenizers import Tokenizer  # Hugging Face's, the library that trained it
 
-tokenizer = Tokenizer.from_file(str(DATA_DIR / "tokenizer.json"))
+tokenizer = Tokenizer.from_file(str(data_dir() / "tokenizer.json"))
 eot_id = tokenizer.token_to_id(EOT)
 check("tokenizer vocabulary == sidecar", tokenizer.get_vocab_size(), meta["train"]["vocab_size"])
 check(f"{EOT} id", eot_id, 0)
@@ -135,13 +114,6 @@ first_ids = val[:30].tolist()
 print(first_ids)
 print(repr(tokenizer.decode(first_ids)))
 
-# %% [markdown]
-# Further in, at position 527, is one whole document of the validation split, an entry of
-# *The Devil's Dictionary*. Decoding the tokens one at a time shows where the BPE cut the
-# text (each `|` is a token boundary), and the document ends with `<|endoftext|>`, the
-# separator between documents:
-
-# %%
 START, STOP = 527, 548
 doc = val[START:STOP].tolist()
 print(f"{len(doc)} tokens:")
@@ -164,7 +136,7 @@ print(f"val: {text_bytes:,} bytes of text in {text_tokens:,} tokens")
 check("val: bytes of text per token", round(text_bytes / text_tokens, 3), 3.798)
 check("...so a token id (2 bytes) is about half the size of its text",
       round(2 * text_tokens / text_bytes, 2), 0.53)
-corpus_bytes = sum(f.stat().st_size for f in (DATA_DIR / "corpus").glob("*.txt"))
+corpus_bytes = sum(f.stat().st_size for f in (data_dir() / "corpus").glob("*.txt"))
 check("whole corpus: file bytes / all tokens (data/README's 'about 3.7')",
       round(corpus_bytes / (meta["train"]["n_tokens"] + meta["val"]["n_tokens"]), 2), 3.74)
 
@@ -197,27 +169,22 @@ check("np.memmap sees 64 extra 'tokens'", len(wrong) - len(some_ids), 64)
 check("...the first bytes are the .npy magic string", bytes(wrong[:3]), b"\x93NUMPY")
 check("...the real tokens start 64 'tokens' in", np.array_equal(wrong[64:], some_ids), True)
 check("header 'ids' beyond our vocabulary of 8,192", int((wrong[:64] >= 8192).sum()), 61)
-check("np.load(mmap_mode='r') parses the header: offset, data", (right.offset,
-      np.array_equal(right, some_ids)), (128, True))
-check("...and still returns a memmap", type(right).__name__, "memmap")
+check("np.load(mmap_mode='r') parses the header: a memmap, offset, data",
+      (type(right).__name__, right.offset, np.array_equal(right, some_ids)), ("memmap", 128, True))
 del wrong, right
 
 # %% [markdown]
-# The damage looks small, since the real tokens follow in order, but it is real: the
-# 64 header "ids" are mostly not valid ids at all (an index error in the embedding, or a
-# device-side assert on a GPU, the first time a window starts near the front), the
-# length is wrong, and any position kept elsewhere (document offsets, a split by index) is
-# now off by 64. So either keep the ids in a raw `.bin` file with a sidecar, as the course
-# does, or keep `.npy` and open it with `np.load(path, mmap_mode="r")`. Never memmap a
-# `.npy` as raw bytes.
+# The damage is real: the 64 header "ids" are mostly invalid (an index error in the
+# embedding, or a device-side assert on a GPU), the length is wrong, and every position
+# kept elsewhere (document offsets, a split by index) is off by 64. Keep raw `.bin` files
+# with a sidecar, as the course does, or open a `.npy` with `np.load(path, mmap_mode="r")`.
 #
 # ### Mapping versus reading: what lands in this process's memory
 #
 # `np.memmap` maps the file into the process's virtual address space. Nothing is read
-# until an element is touched; then the operating system brings in the **page** (4 KiB
-# on x86-64 Linux) that holds it. To test that claim we need a file much larger than the
-# few pages a batch touches: 330 copies of the training split, 150M tokens, 301 MB,
-# written to a temporary folder one copy at a time (so the notebook never holds it all).
+# until an element is touched; then the operating system brings in the **page** (4 KiB on
+# x86-64 Linux) that holds it. To test that we need a file much larger than a batch: 330
+# copies of the training split, 150M tokens, 301 MB, written one copy at a time.
 
 # %%
 BIG = TMP / "big.bin"
@@ -233,10 +200,10 @@ check("tokens", big_tokens, 150_282_990)
 check("bytes = 2 x tokens", big_bytes, 300_565_980)
 
 # %% [markdown]
-# Which pages will a batch touch? `get_batch` draws its window starts from the generator
-# it is given, so with a fixed seed we can draw the same starts ourselves and work out the
-# pages before touching the file. Eight windows of 1,025 tokens (1,024 inputs and the one
-# extra target) are 16,400 bytes of data:
+# Which pages will a batch touch? A batch is windows at random starts (the samplers are
+# written out below); we draw eight starts and work out the pages before touching the
+# file. Eight windows of 1,025 tokens (1,024 inputs and the one extra target) are 16,400
+# bytes of data:
 
 # %%
 PAGE = 4096  # bytes; the page size of x86-64 Linux
@@ -282,37 +249,26 @@ gc.collect()
 r_start = rss()
 mapped = np.memmap(BIG, dtype=np.uint16, mode="r")
 r_mapped = rss()
-x_rss, y_rss = get_batch(mapped, RSS_BATCH, RSS_SEQ, "cpu",
-                         generator=torch.Generator().manual_seed(RSS_SEED))
+batch = mapped[starts[:, None] + np.arange(RSS_SEQ + 1)]  # the 8 windows, as get_batch reads them
 r_batch = rss()
 
 if not HAVE_PROC:
     measured("skipped", "resident memory is read from /proc/self/status (Linux only)")
 else:
     measured("np.memmap(big.bin): RSS grew by", grown(r_start, r_mapped), "MB")
-    measured("...after get_batch touched 8 windows", grown(r_start, r_batch), "MB")
+    measured("...after reading the 8 windows", grown(r_start, r_batch), "MB")
     measured("   of which file-backed (RssFile)", grown(r_start, r_batch, "RssFile"), "MB")
     measured("   the 12 pages the windows lie on", len(touched) * PAGE / 1e6, "MB")
     measured("   the whole file", big_bytes / 1e6, "MB")
     assert grown(r_start, r_mapped) * 1e6 < 0.01 * big_bytes, r_mapped  # mapping reads nothing
     assert grown(r_start, r_batch) * 1e6 < 0.1 * big_bytes, r_batch     # a batch reads ~nothing
-
-# %% [markdown]
-# The batch is what `get_batch` should have read, the windows at the starts drawn above
-# (indexing the same windows again touches no new pages):
-
-# %%
-index = starts[:, None] + np.arange(RSS_SEQ)
-check("x = the windows at those starts", torch.equal(x_rss, torch.from_numpy(
-      mapped[index].astype(np.int64))), True)
-check("y = the same windows, one token later", torch.equal(y_rss, torch.from_numpy(
-      mapped[index + 1].astype(np.int64))), True)
+check("the batch read: 8 windows x 1,025 tokens", batch.shape, (8, 1025))
 
 # %% [markdown]
 # Now the same file read the ordinary way, with `np.fromfile`, after dropping the map:
 
 # %%
-del mapped, x_rss, y_rss
+del mapped, batch
 gc.collect()
 r_before = rss()
 whole = np.fromfile(BIG, dtype=np.uint16)
@@ -330,33 +286,26 @@ else:
     measured("after del + gc.collect(): RSS changed by", grown(r_read, r_freed), "MB")
     assert grown(r_before, r_read) * 1e6 > 0.9 * big_bytes, r_read  # the whole file
     assert grown(r_read, r_freed) * 1e6 < -0.9 * big_bytes, r_freed  # given back
-
-# %%
 check("np.fromfile read every token", n_read, big_tokens)
 BIG.unlink()
-check("big.bin still exists", BIG.exists(), False)
+check("big.bin removed", not BIG.exists(), True)
 
 # %% [markdown]
 # What the numbers say, and what they do not:
 #
-# * **Mapping costs nothing, a batch costs megabytes, reading costs the file.** `np.memmap`
-#   itself leaves RSS unchanged. Eight random windows add a few MB of file-backed pages,
-#   far less than the 301 MB file. `np.fromfile` adds the whole 301 MB as anonymous memory.
-# * **RSS grows by more than the 12 pages the windows touch.** The kernel does not map
-#   single pages: on a fault it maps the neighbouring pages that are already cached
-#   (*fault-around*, 64 KiB by default), recent kernels keep file data in large folios
-#   (up to 2 MiB) that are mapped whole, and on a file that is not yet cached *readahead*
-#   reads ahead of the fault. So "only the touched pages" is true up to the kernel's
-#   granularity: megabytes per batch, not the file.
-# * **RSS is not the whole story: the page cache.** Writing `big.bin` left its contents in
-#   the kernel's **page cache**, which belongs to no process and shows up in no RSS. The
-#   memmap's pages are those cached pages, mapped into our address space. They are clean
-#   and file-backed, so under memory pressure the kernel can drop them and read them again
-#   later. `np.fromfile` *copies* the cached pages into anonymous memory, which the kernel
-#   cannot drop, so for a moment the data sits in RAM twice.
-# * **A memmap does not make a full pass free.** Touch every token (an epoch, a histogram)
-#   and every page becomes resident. The difference from `fromfile` is that those pages
-#   are reclaimable, so a 30 TB dataset can be streamed on a machine with far less RAM.
+# * **Mapping costs nothing, a batch costs megabytes, reading costs the file.** Eight
+#   random windows add a few MB of file-backed pages; `np.fromfile` adds all 301 MB as
+#   anonymous memory.
+# * **More than the 12 touched pages.** On a fault the kernel maps the neighbouring cached
+#   pages too (*fault-around*, 64 KiB by default), keeps file data in large folios (up to
+#   2 MiB) mapped whole, and reads ahead on an uncached file. "Only the touched pages" holds
+#   up to that granularity: megabytes per batch, not the file.
+# * **The page cache.** Writing `big.bin` left it in the kernel's page cache, which shows
+#   in no process's RSS. The memmap maps those clean, file-backed pages, which the kernel
+#   can drop under pressure; `np.fromfile` *copies* them into anonymous memory it cannot
+#   drop, so for a moment the data sits in RAM twice.
+# * **A full pass is not free.** Touch every token and every page becomes resident, but
+#   reclaimable: a 30 TB dataset can be streamed on a machine with far less RAM.
 
 # %% [markdown]
 # ### uint16 versus int64
@@ -386,7 +335,7 @@ u16 = np.iinfo(np.uint16)
 check("uint16 ids", (int(u16.min), int(u16.max)), (0, 65_535))
 check("GPT-2's largest id (50,256) survives uint16", int(np.array([50_256]).astype(np.uint16)[0]),
       50_256)
-check("Llama 3's vocabulary (128,256) fits uint16", 128_256 <= u16.max + 1, False)
+check("Llama 3's vocabulary (128,256) is too big for uint16", 128_256 > u16.max + 1, True)
 check("np: 70,000 -> uint16 silently wraps to 70,000 - 65,536",
       int(np.array([70_000]).astype(np.uint16)[0]), 4_464)
 check("torch: the same", torch.tensor([70_000]).to(torch.uint16).tolist(), [4_464])
@@ -430,36 +379,69 @@ with warnings.catch_warnings(record=True) as caught:
 check("torch.from_numpy(read-only memmap) warns 'not writable'",
       ["not writable" in str(w.message) for w in caught], [True])
 
-x, y = get_batch(val, 4, 16, device, generator=torch.Generator().manual_seed(0))
-check("get_batch: x and y are int64", (x.dtype, y.dtype), (torch.int64, torch.int64))
-check("...batch x 16 tokens each", tuple(x.shape), (4, 16))
-check("...on the device", (x.device.type, y.device.type) == (device.type, device.type), True)
-check("...widened per batch: int64 bytes of x + y", tensor_bytes(x) + tensor_bytes(y), 1024)
-
 # %% [markdown]
-# Widening costs 4× only for the batch in flight: 64 × 1,024 tokens are 512 KiB as
-# int64, while the dataset stays uint16 on disk.
+# So a batch is widened to int64 on its way to the model, and only the batch: 64 × 1,024
+# tokens are 512 KiB as int64, while the dataset stays uint16 on disk.
 #
 # ### The notes' `get_batch` and the vectorised one
 #
 # The notes' sampler draws `batch_size` random starts and slices one window per start in a
-# Python loop, twice (inputs, then targets). `lecture_utils.data.get_batch_lecture` keeps
-# it verbatim:
+# Python loop, twice (inputs, then targets). Here it is as the notes write it:
 
 # %%
-print(inspect.getsource(get_batch_lecture))
+# @save lecture_utils/data.py
+def get_batch_lecture(data, batch_size, seq_len, device):
+    """The notes' list-based version (§6), kept verbatim for comparison."""
+    starts = torch.randint(len(data) - seq_len - 1, (batch_size,))
+    x = torch.stack([torch.from_numpy(data[i:i + seq_len].astype(np.int64)) for i in starts])
+    y = torch.stack([torch.from_numpy(data[i + 1:i + seq_len + 1].astype(np.int64)) for i in starts])
+    return x.to(device), y.to(device)
 
 # %% [markdown]
-# The course's `get_batch` makes one `(batch, seq_len + 1)` array of positions
-# (`starts[:, None] + np.arange(seq_len + 1)`), reads every window with one fancy index,
-# and splits it into `x = windows[:, :-1]` and `y = windows[:, 1:]`. It takes an explicit
-# `torch.Generator`, so sampling is reproducible without touching the global seed.
-#
+# The vectorised sampler has no loop over the batch. `sample_windows` makes one
+# `(batch, seq_len + 1)` array of positions and reads every window with one fancy index:
+# one gather for the whole batch, widened to int64 once. `get_batch` sends the windows to
+# the device in one copy (pinned and `non_blocking` on CUDA, see §6.1) and only then splits
+# them into `x` and `y`, which share all but one token of each window. It takes an explicit
+# `torch.Generator`, so sampling is reproducible (and checkpointable) without touching the
+# global seed.
+
+# %%
+# @save lecture_utils/data.py
+def sample_windows(data, batch_size, seq_len, generator=None):
+    """(batch_size, seq_len + 1) int64 windows of `data` at uniform random starts, on the CPU."""
+    assert 0 < seq_len < len(data), f"seq_len must be in 1..{len(data) - 1}, got {seq_len}"
+    starts = torch.randint(len(data) - seq_len, (batch_size,), generator=generator).numpy()
+    positions = starts[:, None] + np.arange(seq_len + 1)
+    return torch.from_numpy(data[positions].astype(np.int64))  # one gather for the whole batch
+
+
+def get_batch(data, batch_size, seq_len, device, generator=None):
+    """(x, y): int64 (batch_size, seq_len) tensors on `device`; y is x shifted by one token."""
+    device = get_device(device)  # "cuda:99" raises instead of silently using the CPU
+    windows = sample_windows(data, batch_size, seq_len, generator)
+    if device.type == "cuda":  # pinned host memory: the copy runs asynchronously (§6.1)
+        windows = windows.pin_memory().to(device, non_blocking=True)
+    else:
+        windows = windows.to(device)
+    return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
+
+# %%
+x, y = get_batch(val, 4, 16, device, generator=torch.Generator().manual_seed(0))
+check("get_batch: x and y are int64", (x.dtype, y.dtype), (torch.int64, torch.int64))
+check("...batch x 16 tokens each", tuple(x.shape), (4, 16))
+check("...on the device", (x.device.type, y.device.type) == (device.type, device.type), True)
+check("...y is x shifted by one token", torch.equal(x[:, 1:], y[:, :-1]), True)
+check("...widened per batch: int64 bytes of x + y", tensor_bytes(x) + tensor_bytes(y), 1024)
+
+# %% [markdown]
 # **The same random numbers, the same windows?** Nearly. A window needs `seq_len + 1`
 # tokens, so the valid starts are `0 .. len - seq_len - 1`: that is `len - seq_len`
 # starts, and `get_batch` draws from `randint(len - seq_len)`. The notes draw from
 # `randint(len - seq_len - 1)`, one fewer. Fed the same random bits, the two ranges give
-# different starts:
+# different starts. Make the ranges coincide, by handing `get_batch` the data minus its
+# last token, and the two samplers return identical batches from the same seed: apart
+# from the range they are the same algorithm.
 
 # %%
 B, T, SEED = 8, 64, 3
@@ -468,20 +450,14 @@ notes_starts = torch.randint(len(train) - T - 1, (B,))
 ours_starts = torch.randint(len(train) - T, (B,), generator=torch.Generator().manual_seed(SEED))
 print("notes' starts:", notes_starts.tolist())
 print("our starts:   ", ours_starts.tolist())
-check("same seed, ranges one apart: the same starts?", torch.equal(notes_starts, ours_starts), False)
+check("same seed, ranges one apart: different starts", not torch.equal(notes_starts, ours_starts),
+      True)
 
-# %% [markdown]
-# Make the ranges coincide, by handing `get_batch` the data minus its last token, and the
-# two samplers return identical batches from the same seed. Apart from the range they are
-# the same algorithm:
-
-# %%
 torch.manual_seed(SEED)
 x_notes, y_notes = get_batch_lecture(train, B, T, "cpu")
 x_ours, y_ours = get_batch(train[:-1], B, T, "cpu", generator=torch.Generator().manual_seed(SEED))
 check("same seed, same range: x identical", torch.equal(x_notes, x_ours), True)
 check("...and y identical", torch.equal(y_notes, y_ours), True)
-check("y is x shifted by one token", torch.equal(x_ours[:, 1:], y_ours[:, :-1]), True)
 
 # %% [markdown]
 # The off-by-one is easiest to see on a toy dataset where token $i$ sits at position $i$,
@@ -544,33 +520,25 @@ for name, c in counts.items():
 check("the last valid start: drawn by (notes, get_batch)",
       (bool(counts["notes"][-1]), bool(counts["get_batch"][-1])), (False, True))
 
-BIN, TAIL = 16, 8
-fig, (ax, ax_tail) = plt.subplots(1, 2, figsize=(7.0, 3.0), width_ratios=(3, 1), sharey=True)
-edges = np.arange(0, n_valid + 1, BIN)
+BIN = 16
+fig, ax = plt.subplots(figsize=(6.0, 3.0))
 for name, c in counts.items():
-    ax.stairs(c.reshape(-1, BIN).sum(axis=1) / BIN, edges, label=name, lw=1.5)
-    ax_tail.plot(np.arange(n_valid - TAIL, n_valid), c[-TAIL:], "o-", ms=4, label=name)
-for a_ in (ax, ax_tail):
-    a_.axhline(DRAWS / n_valid, color="0.5", ls=":", lw=1)
-ax.set_xlabel(f"window start (mean per start, bins of {BIN})")
-ax.set_ylabel("windows drawn per start")
-ax.set_ylim(0, None)
-ax.set_title("20,000 starts from each sampler: both uniform", loc="left", fontsize=9)
+    ax.stairs(c.reshape(-1, BIN).sum(axis=1) / BIN, np.arange(0, n_valid + 1, BIN), label=name, lw=1.5)
+ax.axhline(DRAWS / n_valid, color="0.5", ls=":", lw=1)
+ax.set(xlabel=f"window start (mean per start, bins of {BIN})", ylabel="windows drawn per start",
+       ylim=(0, None))
+ax.set_title("20,000 starts from each sampler: both uniform (the notes never draw 191)",
+             loc="left", fontsize=9)
 ax.legend(frameon=False, loc="lower left", fontsize=8)
-ax_tail.set_xlabel(f"the last {TAIL} starts")
-ax_tail.set_title("the notes miss 191", loc="left", fontsize=9)
-fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **Throughput.** The distribution is the same; the cost is not. The notes' version runs
-# 2 × 64 slices, `astype` calls and tensor constructions in Python for a batch of 64, then
-# a `torch.stack` that copies everything again. The vectorised version does one gather and
-# one conversion. Timed side by side at batch 64 × 1,024 (the `make bench` target is at
-# least 5× on a CPU). We time both on one thread: sampling runs on one thread in practice
-# (the `Prefetcher` below uses one), and on a CPU shared with other jobs a small torch op
-# that is split over two threads can wait milliseconds for the second thread to be
-# scheduled, which makes a two-thread timing swing tenfold.
+# **Throughput.** The distribution is the same; the cost is not. For a batch of 64 the
+# notes' version runs 2 × 64 slices, `astype` calls and tensor constructions in Python,
+# then a `torch.stack` that copies everything again; the vectorised one does one gather
+# and one conversion. Timed at batch 64 × 1,024 (the `make bench` target is at least 5× on
+# a CPU), on one thread: sampling runs on one thread in practice (the `Prefetcher` below
+# uses one), and a small op split over two busy cores makes timings swing tenfold.
 
 # %%
 threads = torch.get_num_threads()
@@ -590,22 +558,20 @@ assert t_notes / t_ours > 2, (t_notes, t_ours)
 # ## §6.1 Pinned memory
 #
 # A host-to-device copy is done by the GPU's DMA (copy) engines, which read host memory
-# by physical address without the CPU's help. Ordinary ("pageable") host memory gives no
-# guarantee that a page stays at its physical address: the kernel may move it (compaction,
-# NUMA migration) or, where swap exists, evict it. The notes mention swapping, but GPU
-# servers often have no swap; moving pages is enough. So the CUDA driver copies pageable
-# data in two steps: the CPU first copies it into a pinned staging buffer, then the DMA
-# engine copies that to the GPU. **Pinned** (page-locked) memory is guaranteed to stay put,
-# so the DMA engine reads it directly. That saves the extra copy, and it lets the copy run
-# asynchronously while the CPU moves on:
+# by physical address without the CPU. Ordinary ("pageable") memory may be moved by the
+# kernel (compaction, NUMA migration) or, where swap exists, evicted; GPU servers often
+# have no swap, but moving pages is enough. So the driver copies pageable data in two
+# steps: the CPU copies it into a pinned staging buffer, then the DMA engine copies that.
+# **Pinned** (page-locked) memory stays put, so the DMA engine reads it directly: one copy
+# fewer, and it can run asynchronously while the CPU moves on:
 #
 # ```python
 # x = x.pin_memory()                   # copy into page-locked host memory
 # x = x.to("cuda", non_blocking=True)  # the call returns before the copy is done
 # ```
 #
-# `get_batch` does exactly this on CUDA. Pinned memory is a limited resource: every pinned
-# page is one the kernel cannot reclaim, so one pins batch-sized buffers, never the dataset.
+# `get_batch` does exactly this on CUDA. Every pinned page is one the kernel cannot
+# reclaim, so one pins batch-sized buffers, never the dataset.
 #
 # The cells below need a CUDA GPU; elsewhere each prints one line saying so. The first
 # times a 256 MiB copy to the GPU from pageable and from pinned memory (the `make bench`
@@ -627,13 +593,11 @@ if cuda_only(device, "timing pageable versus pinned host-to-device copies"):
     assert rate["pinned"] > rate["pageable"], rate
 
 # %% [markdown]
-# **What `non_blocking=True` does.** From pinned memory, the copy is queued on the GPU and
-# the call returns at once; the CPU finds out that the copy is done only when it
-# synchronises. From pageable memory, the driver must first stage the data through its
-# pinned buffer, which the CPU does, so the call returns only when nearly the whole copy
-# is done, `non_blocking` or not. We time the *call* and the *copy* separately. This needs
-# the host clock: `torch.utils.benchmark` synchronises around what it times, so it can
-# only see the copy. The best of five tries of each:
+# **What `non_blocking=True` does.** From pinned memory the copy is queued and the call
+# returns at once; the CPU learns that it is done only when it synchronises. From pageable
+# memory the CPU must first stage the data, so the call returns only when nearly the whole
+# copy is done, `non_blocking` or not. We time the *call* and the *copy* with the host
+# clock (`torch.utils.benchmark` synchronises, so it sees only the copy), best of five:
 
 # %%
 if cuda_only(device, "timing when a non_blocking copy returns"):
@@ -659,14 +623,12 @@ if cuda_only(device, "timing when a non_blocking copy returns"):
     assert returns["pageable"][0] > 0.5 * returns["pageable"][1], returns   # waits for the copy
 
 # %% [markdown]
-# **What overlaps with what.** The notes say an asynchronous copy "can overlap with
-# compute". The host overlaps for sure: the CPU goes on to prepare the next batch while
-# the copy runs. On the GPU, work on one CUDA *stream* runs in order, so a copy queued on
-# the stream that computes still waits for the compute before it, and the compute after
-# it waits for the copy. For the copy engine and the compute units to work at the same
-# time, the copy must go on a second stream (the `Prefetcher` below does this). We queue
-# a few large bf16 matmuls and a 256 MiB pinned copy on one stream, then the copy on a
-# side stream:
+# **What overlaps with what.** The host overlaps for sure: the CPU prepares the next batch
+# while the copy runs. On the GPU, work on one CUDA *stream* runs in order, so a copy on
+# the computing stream waits for the compute before it, and the compute after it waits for
+# the copy. For the copy engine and the compute units to work at once, the copy must go on
+# a second stream (as the `Prefetcher` does). We queue four bf16 matmuls and a 256 MiB
+# pinned copy on one stream, then the copy on a side stream:
 
 # %%
 if cuda_only(device, "overlapping a copy with compute on a second stream"):
@@ -703,12 +665,11 @@ if cuda_only(device, "overlapping a copy with compute on a second stream"):
 # %% [markdown]
 # ### Overlap: prepare the next batch while this one computes
 #
-# The notes' ideal pipeline: while the GPU computes on the current batch, the CPU samples
-# the next one and starts its copy, so the GPU never waits for data. `Prefetcher` is that
-# pipeline in a few lines: a background thread calls the same sampler as `get_batch`,
-# pins the batch and starts its copy on a side stream (on CUDA), and keeps up to `depth`
-# batches ready in a queue. It draws from the generator in the same order, so a seeded
-# prefetcher yields exactly `get_batch`'s batches:
+# The notes' ideal pipeline: while the GPU computes on this batch, the CPU samples the
+# next one and starts its copy. `Prefetcher` (machinery in `lecture_utils.data`) is that
+# pipeline: a background thread calls `get_batch`, on a side stream on CUDA, and keeps up
+# to `depth` batches ready in a queue. It draws from the generator in the same order, so a
+# seeded prefetcher yields exactly `get_batch`'s batches:
 
 # %%
 with Prefetcher(train, 4, 64, device, generator=torch.Generator().manual_seed(5)) as batches:
@@ -722,12 +683,10 @@ check("...on the device", all(t.device.type == device.type for pb in prefetched 
       True)
 
 # %% [markdown]
-# Now a training step, forward and backward of the course's tiny GPT (2 layers,
-# $d_\text{model} = 64$, vocabulary 8,192), fed three ways: from one batch prepared in
-# advance and already on the device (the floor: no data loading at all), from `get_batch`
-# called inline, and from the `Prefetcher`. The batch is 4 × 64 tokens on a CPU and
-# 16 × 128 on a GPU. On a CPU the step runs on one thread, so that it uses one core and
-# leaves the other to the loader thread, as a GPU step leaves the CPU to the loader.
+# Now a training step (forward and backward of the course's tiny GPT) fed three ways:
+# from one batch already on the device (the floor: no data loading), from `get_batch`
+# inline, and from the `Prefetcher`. The batch is 4 × 64 tokens on a CPU, 16 × 128 on a
+# GPU. On a CPU the step runs on one thread, leaving the other core to the loader thread.
 
 # %%
 BATCH, SEQ = (16, 128) if ON_GPU else (4, 64)
@@ -762,21 +721,17 @@ if ON_GPU:
     assert t_prefetched < 1.2 * t_fixed, (t_prefetched, t_fixed)  # and loading is hidden
 
 # %% [markdown]
-# For a language model on a local memory-mapped file, sampling a batch of token ids is
-# cheap: a fraction of a millisecond, next to a step that costs milliseconds on a GPU and
-# tens of milliseconds here. Inline loading then costs little, and the prefetcher has
-# little to hide; on a GPU it should bring the step to within a few percent of the floor
-# (the notebook asserts 20%). On a two-core CPU there is little room for overlap at
-# all: the loader thread needs the second core, and both threads take turns holding
-# Python's global interpreter lock. The three step times here differ by noise more than
-# by data loading, and the notebook asserts nothing about them.
+# Sampling token ids from a local memory-mapped file is cheap: a fraction of a
+# millisecond, next to a step of milliseconds on a GPU and tens of milliseconds here. The
+# prefetcher has little to hide; on a GPU it brings the step to within a few percent of the
+# floor (asserted: 20%). On a two-core CPU the loader thread needs the second core and
+# both threads share Python's interpreter lock, so the three step times differ by noise
+# more than by loading, and nothing is asserted about them.
 #
-# Overlap pays off when loading is slow: a network filesystem, decompression, image
-# decoding. To see it we simulate storage latency. `SlowStorage` behaves like the token
-# array, except that every read first waits, as a read from remote storage would. Waiting
-# uses no CPU core and releases the interpreter lock, so even on a two-core CPU a
-# background thread can wait while the step computes. We set the wait to one step, as long
-# as the step itself:
+# Overlap pays off when loading is slow (a network filesystem, decompression). To see it
+# we simulate storage latency: `SlowStorage` is the token array, except that every read
+# first waits one step. Waiting uses no core and releases the interpreter lock, so even on
+# two cores a background thread can wait while the step computes:
 
 # %%
 class SlowStorage(np.ndarray):
@@ -805,19 +760,15 @@ if ON_GPU:  # on a CPU shared with other jobs, the step time itself can swing 10
 
 # %% [markdown]
 # Inline, every step pays the latency on top of the compute; with the prefetcher the wait
-# happens during the previous step, and the step time returns to about the floor. (On an
-# idle machine, that is: the notebook asserts it only on a GPU machine, because on a CPU
-# that other jobs are using, the step time itself can change tenfold between two
-# measurements.) The
-# prefetcher can hide loading only up to the length of a step: if a batch takes longer to
-# load than to train on, the step waits for the difference, and the fix is more loading
-# threads or processes (what `torch.utils.data.DataLoader`'s `num_workers` provides), not
-# a deeper queue.
+# happens during the previous step, and the step returns to about the floor (asserted on a
+# GPU only: on a shared CPU the step time itself swings tenfold). A prefetcher hides
+# loading only up to one step's length; beyond that the fix is more loading threads or
+# processes (`torch.utils.data.DataLoader`'s `num_workers`), not a deeper queue.
 
 # %%
 torch.set_num_threads(threads)
 scratch.cleanup()
-check("temporary folder still exists", TMP.exists(), False)
+check("temporary folder removed", not TMP.exists(), True)
 
 # %% [markdown]
 # ## Exercises
