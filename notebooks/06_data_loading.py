@@ -123,10 +123,8 @@ check("decode then encode gives the same ids back",
       tokenizer.encode(tokenizer.decode(doc[:-1])).ids, doc[:-1])
 
 # %% [markdown]
-# How much text does a token carry? Decoding the whole validation split (the tokenizer
-# drops the `<|endoftext|>` separators) gives the bytes of text per token, the number that
-# turns a token count into a corpus size. A tokenizer with a larger vocabulary, trained on
-# more text, packs more bytes into a token.
+# How much text does a token carry? Bytes of text per token turn a token count into a
+# corpus size (a larger vocabulary, trained on more text, packs more into a token):
 
 # %%
 text = tokenizer.decode(val.tolist())
@@ -143,17 +141,11 @@ check("whole corpus: file bytes / all tokens (data/README's 'about 3.7')",
 # %% [markdown]
 # ### The notes' `np.memmap("tokens.npy", ...)` reads the header as tokens
 #
-# The notes open the token file with
-#
-# ```python
-# data = np.memmap("tokens.npy", dtype=np.uint16, mode="r")
-# ```
-#
-# That line is right for a **raw** file like ours, but `.npy` is not raw. `np.save` writes
-# a header (a magic string, the dtype and the shape) before the data, and `np.memmap` does
-# not parse it. The header's bytes become the first "tokens", and every real token is
-# shifted by the header's length. To see it, we save 1,000 real tokens with `np.save`
-# and map the file both ways:
+# The notes open the token file with `np.memmap("tokens.npy", dtype=np.uint16, mode="r")`.
+# That is right for a **raw** file like ours, but `np.save` writes a header (a magic
+# string, the dtype, the shape) before the data, and `np.memmap` does not parse it: the
+# header's bytes become the first "tokens". We save 1,000 real tokens with `np.save` and
+# map the file both ways:
 
 # %%
 some_ids = np.array(val[:1000])  # an in-memory copy
@@ -184,7 +176,10 @@ del wrong, right
 # `np.memmap` maps the file into the process's virtual address space. Nothing is read
 # until an element is touched; then the operating system brings in the **page** (4 KiB on
 # x86-64 Linux) that holds it. To test that we need a file much larger than a batch: 330
-# copies of the training split, 150M tokens, 301 MB, written one copy at a time.
+# copies of the training split, 150M tokens, 301 MB, written one copy at a time. A batch
+# is windows at random starts (the samplers are written out below): we draw eight starts
+# and work out the pages they touch before touching the file. Eight windows of 1,025
+# tokens (1,024 inputs and the one extra target) are 16,400 bytes of data:
 
 # %%
 BIG = TMP / "big.bin"
@@ -199,13 +194,6 @@ print(f"big.bin: {big_tokens:,} tokens, {format_bytes(big_bytes)}")
 check("tokens", big_tokens, 150_282_990)
 check("bytes = 2 x tokens", big_bytes, 300_565_980)
 
-# %% [markdown]
-# Which pages will a batch touch? A batch is windows at random starts (the samplers are
-# written out below); we draw eight starts and work out the pages before touching the
-# file. Eight windows of 1,025 tokens (1,024 inputs and the one extra target) are 16,400
-# bytes of data:
-
-# %%
 PAGE = 4096  # bytes; the page size of x86-64 Linux
 RSS_BATCH, RSS_SEQ, RSS_SEED = 8, 1024, 6
 starts = torch.randint(big_tokens - RSS_SEQ, (RSS_BATCH,),
@@ -220,11 +208,10 @@ check("...that is, this much of the file", len(touched) * PAGE, 49_152)
 
 # %% [markdown]
 # Now the measurement. A process's **resident set size** (RSS) is the physical memory
-# mapped into it right now; Linux reports it in `/proc/self/status`, split into anonymous
-# memory (`RssAnon`: the heap, numpy arrays) and file-backed pages (`RssFile`: mapped
-# files, the code of loaded libraries). We read RSS before and after mapping the file, and
-# after drawing the batch. (The numbers depend on the machine and kernel, so they are
-# `[measured]`; on a system without `/proc` the cell says so and skips.)
+# mapped into it now; Linux's `/proc/self/status` splits it into anonymous memory
+# (`RssAnon`: heap, numpy arrays) and file-backed pages (`RssFile`: mapped files). We read
+# it before and after mapping the file, and after reading the batch (`[measured]`: it
+# depends on the kernel; without `/proc` the cell says so and skips):
 
 # %%
 HAVE_PROC = Path("/proc/self/status").exists()
@@ -306,8 +293,7 @@ check("big.bin removed", not BIG.exists(), True)
 #   drop, so for a moment the data sits in RAM twice.
 # * **A full pass is not free.** Touch every token and every page becomes resident, but
 #   reclaimable: a 30 TB dataset can be streamed on a machine with far less RAM.
-
-# %% [markdown]
+#
 # ### uint16 versus int64
 #
 # The notes choose uint16 deliberately: a token id costs 2 bytes instead of int64's 8,
@@ -347,8 +333,8 @@ print("   ", err)
 err = check_raises("write_tokens with an id outside the vocabulary", ValueError, write_tokens,
                    TMP / "out_of_range.bin", np.array([1, 9_000]), 8_192)
 print("   ", err)
-check("...and neither wrote a file", [(TMP / n).exists() for n in ("too_big.bin",
-      "out_of_range.bin")], [False, False])
+check("...and neither wrote a file", not any((TMP / n).exists() for n in ("too_big.bin",
+      "out_of_range.bin")), True)
 
 # %% [markdown]
 # The ids must be widened before they reach the model. `torch.from_numpy` keeps the dtype,
@@ -486,10 +472,9 @@ check("get_batch returns that window", get_batch(toy[:5], 1, 4, "cpu")[0].tolist
 # version calls `randint(0)` and fails.
 #
 # **The same distribution.** Both samplers should be uniform over their starts. We draw
-# 20,000 windows from each on a 200-token toy dataset with `seq_len = 8` (192 valid
-# starts; the notes' version reaches 191 of them), count how often each start comes up,
-# and compare both with the uniform distribution by a χ² statistic. For $k$ equally likely
-# starts, χ² has mean $k - 1$ and standard deviation $\sqrt{2(k-1)} \approx 20$.
+# 20,000 windows from each on 200 tokens with `seq_len = 8` (192 valid starts; the notes
+# reach 191) and compare the counts per start with uniform by a χ² statistic: for $k$
+# equally likely starts it has mean $k - 1$ and standard deviation $\sqrt{2(k-1)} \approx 20$.
 
 # %%
 hist_data = np.arange(200, dtype=np.uint16)
@@ -501,17 +486,9 @@ x_ours, _ = get_batch(hist_data, DRAWS, T_H, "cpu", generator=torch.Generator().
 counts = {"notes": np.bincount(x_notes[:, 0].numpy(), minlength=n_valid),
           "get_batch": np.bincount(x_ours[:, 0].numpy(), minlength=n_valid)}
 reach = {"notes": n_valid - 1, "get_batch": n_valid}
-
-
-def chi2_uniform(c, k):
-    """χ² of counts c[:k] against k equally likely outcomes."""
-    expected = c[:k].sum() / k
-    return float(((c[:k] - expected) ** 2 / expected).sum())
-
-
 for name, c in counts.items():
     k = reach[name]
-    chi2 = chi2_uniform(c, k)
+    chi2 = float(((c[:k] - DRAWS / k) ** 2 / (DRAWS / k)).sum())  # against k equally likely starts
     print(f"{name:<10} starts drawn 0..{int(np.flatnonzero(c).max())}, χ² = {chi2:.1f} "
           f"(uniform: {k - 1} ± {math.sqrt(2 * (k - 1)):.0f})")
     check(f"{name}: every start it can reach was drawn", int((c[:k] > 0).sum()), k)
@@ -773,9 +750,8 @@ check("temporary folder removed", not TMP.exists(), True)
 # %% [markdown]
 # ## Exercises
 #
-# The notes' self-test has no question on data loading, so here are two of our own. Try
-# each before you expand the hidden solution cell below it; the answer is written at the
-# top of that cell.
+# The notes' self-test has no question on data loading; here are two of our own. Try each
+# before you expand the hidden solution below it.
 #
 # ### Q6a. How big is a 15T-token dataset?
 #
