@@ -15,10 +15,8 @@
 # %% [markdown]
 # # 05 · Parameters and initialisation: what the optimizer sees, and where training starts
 #
-# Notebooks 02 and 03 counted what parameters cost in bytes and FLOPs. This one is about
-# the parameters themselves: how PyTorch knows a tensor *is* one, and what values it should
-# start from. It covers §5.1 and §5.2 of the lecture notes, with a parameter-side variant of
-# self-test Q1:
+# Notebooks 02 and 03 priced parameters in bytes and FLOPs; this one asks how PyTorch knows
+# a tensor *is* one, and what values it should start from (§5.1, §5.2, and self-test Q1):
 #
 # 1. **§5.1**: `nn.Parameter` registers a tensor with its module, which opens three
 #    channels: `parameters()` (what the optimizer updates), `state_dict()` (what a
@@ -59,8 +57,11 @@ from lecture_utils.models import Cruncher, n_params
 # ## §5.1 What is a parameter?
 #
 # A trainable parameter in PyTorch is an `nn.Parameter`: a tensor subclass that an
-# `nn.Module` registers automatically when you assign it as an attribute. Here is the notes'
-# `Linear`, verbatim (its `randn` initialisation is the subject of §5.2):
+# `nn.Module` registers automatically when you assign it as an attribute. The registration
+# happens in `nn.Module.__setattr__`: a `Parameter` goes into the module's `_parameters`
+# dictionary instead of the ordinary attribute dictionary, and everything below works by
+# walking `_parameters` (and `_buffers`, and the submodules'). Here is the notes' `Linear`,
+# verbatim (its `randn` initialisation is the subject of §5.2):
 
 # %%
 class NotesLinear(nn.Module):
@@ -80,14 +81,6 @@ check("a Parameter is a Tensor", isinstance(layer.weight, torch.Tensor), True)
 check("...that requires grad by default", layer.weight.requires_grad, True)
 check("named_parameters()", [(name, tuple(p.shape)) for name, p in layer.named_parameters()],
       [("weight", (4, 3))])
-
-# %% [markdown]
-# The registration happens in `nn.Module.__setattr__`: when the value is a `Parameter`, it
-# goes into the module's `_parameters` dictionary instead of the ordinary attribute
-# dictionary. Everything below works by walking `_parameters` (and `_buffers`, and the
-# submodules' own dictionaries).
-
-# %%
 check("stored in layer._parameters", list(layer._parameters), ["weight"])
 check("'weight' is not in the ordinary attribute dict, vars(layer)", "weight" not in vars(layer),
       True)
@@ -446,22 +439,17 @@ for name, r in ratios.items():
 # %% [markdown]
 # ### Through depth: exponential growth, or none
 #
-# One layer multiplies the variance by $d_\text{in} \mathrm{Var}(W)$, so $L$ layers
-# multiply it by that factor to the power $L$. For width 256 and N(0, 1) weights the std
-# grows by $\sqrt{256} = 16$ per layer, and $16^{32} = 2^{128}$ is exactly where fp32 runs
-# out (its largest finite value is $(2 - 2^{-23}) \cdot 2^{127}$, just below $2^{128}$).
-# So the prediction is that the activations become `inf` at layer 32.
+# $L$ layers multiply the variance by $(d_\text{in} \mathrm{Var}(W))^L$. For width 256 and
+# N(0, 1) weights the std grows 16× per layer, and $16^{32} = 2^{128}$ is exactly where fp32
+# runs out (its max is $(2 - 2^{-23}) \cdot 2^{127}$): the prediction is `inf` at layer 32.
+# A ReLU zeroes half of each pre-activation's second moment, so the gain per layer halves:
+# std $1/\sqrt{d_\text{in}}$ then *vanishes* like $2^{-L/2}$, the fix is
+# $\sqrt{2/d_\text{in}}$ (He, or "Kaiming", initialisation), and N(0, 1) weights grow by
+# $\sqrt{128}$ per layer, overflowing a few layers later than the linear network.
 #
-# With a ReLU after each layer, half of each pre-activation's second moment is zeroed, so
-# the gain per layer becomes $d_\text{in} \mathrm{Var}(W) / 2$. Std $1/\sqrt{d_\text{in}}$
-# then *vanishes* like $2^{-L/2}$, and the fix is $\sqrt{2/d_\text{in}}$ (He, or "Kaiming",
-# initialisation). With N(0, 1) weights the ReLU network grows by $\sqrt{128}$ per layer
-# and overflows a few layers later than the linear one.
-#
-# All five networks below have width 256 and 50 layers and use the *same* N(0, 1) draws,
-# scaled differently, on the same batch of 512 inputs (fp32, CPU). We record the RMS of each
-# layer's output (after the ReLU where there is one) and the first layer whose output
-# contains `inf`.
+# All five networks below (width 256, 50 layers) use the *same* N(0, 1) draws, scaled
+# differently, on the same 512 inputs (fp32, CPU). We record each layer's output RMS (after
+# the ReLU where there is one) and the first layer whose output contains `inf`.
 
 # %%
 WIDTH, DEPTH = 256, 50
