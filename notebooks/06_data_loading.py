@@ -297,26 +297,21 @@ check("big.bin removed", not BIG.exists(), True)
 # ### uint16 versus int64
 #
 # The notes choose uint16 deliberately: a token id costs 2 bytes instead of int64's 8,
-# **4× less** on disk and in memory. For our training split:
+# **4× less** on disk and in memory. uint16 holds ids 0 to 65,535: GPT-2's 50,257 tokens
+# fit, ours (8,192) easily, Llama 3's 128,256 do not (uint32). The danger is that nothing
+# stops you: `astype` converts modulo $2^{16}$, so id 70,000 silently becomes 4,464 (torch
+# does the same); only a Python literal is range-checked. `write_tokens` refuses both a
+# vocabulary that does not fit and an id outside the declared vocabulary:
 
 # %%
 as_int64 = np.asarray(train).astype(np.int64)  # the whole split, widened
-print(f"uint16: {format_bytes(train.nbytes)}, int64: {format_bytes(as_int64.nbytes)}")
+print(f"train: uint16 {format_bytes(train.nbytes)}, int64 {format_bytes(as_int64.nbytes)}")
 check("train as uint16 (bytes)", train.nbytes, 910_806)
 check("train as int64 (bytes)", as_int64.nbytes, 3_643_224)
 check("int64 / uint16", as_int64.nbytes / train.nbytes, 4.0)
 check("...as torch counts it", tensor_bytes(torch.from_numpy(as_int64)), as_int64.nbytes)
 del as_int64
 
-# %% [markdown]
-# uint16 holds 65,536 values, ids 0 to 65,535. GPT-2's vocabulary has 50,257 tokens, so its
-# largest id, 50,256, fits; ours (8,192) fits easily. A larger vocabulary does not fit:
-# Llama 3 has 128,256 tokens and needs uint32. The danger is that nothing stops you.
-# `astype` converts modulo $2^{16}$, so id 70,000 silently becomes id 4,464 (and torch
-# does the same). Only a Python literal is range-checked. `write_tokens` refuses both a
-# vocabulary that does not fit and an id outside the declared vocabulary:
-
-# %%
 u16 = np.iinfo(np.uint16)
 check("uint16 ids", (int(u16.min), int(u16.max)), (0, 65_535))
 check("GPT-2's largest id (50,256) survives uint16", int(np.array([50_256]).astype(np.uint16)[0]),
@@ -338,12 +333,11 @@ check("...and neither wrote a file", not any((TMP / n).exists() for n in ("too_b
 
 # %% [markdown]
 # The ids must be widened before they reach the model. `torch.from_numpy` keeps the dtype,
-# so a uint16 array becomes a `torch.uint16` tensor, which PyTorch can store but not use as
-# an index. The notes say indexing "requires int64"; the precise rule is that
-# `nn.Embedding` takes int32 or int64 ids, while `F.cross_entropy` wants its targets
-# int64. Since `y` is the same data as `x`, shifted, int64 for both is the simple choice.
-# (`torch.from_numpy` on the read-only memmap itself also warns that the tensor would be
-# read-only; the `astype(np.int64)` copy in `get_batch` avoids both problems at once.)
+# and PyTorch can store a `torch.uint16` tensor but not index with it. The notes say
+# indexing "requires int64"; precisely, `nn.Embedding` takes int32 or int64 ids and
+# `F.cross_entropy` int64 targets, so int64 for both `x` and `y` is the simple choice.
+# (`torch.from_numpy` on the read-only memmap also warns; the `astype(np.int64)` copy in
+# `get_batch` avoids both problems at once.)
 
 # %%
 ids16 = np.array(val[:8])  # a writable uint16 copy
