@@ -114,7 +114,7 @@ class Adam(UpdateRule):
             state["exp_avg"], state["exp_avg_sq"] = torch.zeros_like(p), torch.zeros_like(p)
         state["step"] += 1
         t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
-        m.lerp_(g, 1 - beta1)  # m += (1 - beta1) (g - m)
+        m.lerp_(g, 1 - beta1)  # m = beta1 m + (1 - beta1) g, written as torch.optim does
         v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
         bias1, bias2 = 1 - beta1**t, 1 - beta2**t
         # m_hat / (sqrt(v_hat) + eps), arranged as torch.optim does, so it rounds identically

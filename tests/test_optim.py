@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from lecture_utils import optim
+from lecture_utils.memory import bytes_per_param
 
 # (ours, theirs, hyper-parameters in both conventions). The six plain cases run 1,000 steps,
 # the variants 200 (enough to separate L2, betas and decoupling; more adds nothing but time).
@@ -80,6 +81,18 @@ def test_state_is_0_1_1_1_2_2_copies(name, copies):
     _train(model, opt, 1)
     n_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     assert optim.state_bytes(opt) == copies * n_bytes
+
+
+@pytest.mark.parametrize(("name", "recipe"), [("sgd", "fp32_sgd"), ("momentum", "fp32_sgd_momentum"),
+                                              ("adagrad", "fp32_adagrad"), ("adamw", "fp32_adamw")])
+def test_measured_bytes_per_param_match_the_fp32_recipes(name, recipe):
+    model = _model()
+    opt = optim.OPTIMIZERS[name](model.parameters(), lr=1e-3)
+    _train(model, opt, 1)
+    params = list(model.parameters())
+    weights_and_grads = sum(t.numel() * t.element_size() for p in params for t in (p, p.grad))
+    n_params = sum(p.numel() for p in params)
+    assert (weights_and_grads + optim.state_bytes(opt)) / n_params == bytes_per_param(recipe)
 
 
 def test_adamw_defaults_and_decoupling():
