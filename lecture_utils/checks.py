@@ -133,7 +133,7 @@ def fmt(value, spec: str) -> str:
     """``format(value, spec)``, refusing a value so near a rounding boundary that last-bit noise could change the text."""
     text = format(value, spec)
     if any(format(value * (1 + nudge), spec) != text for nudge in (-1e-5, 1e-5)):
-        raise ValueError(f"{value!r} is too close to a rounding boundary for {spec!r}")
+        raise AssertionError(f"{value!r} is too close to a rounding boundary for {spec!r}")
     return text
 
 
