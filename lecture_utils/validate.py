@@ -71,6 +71,7 @@ def choice(value, choices: Iterable[str], what: str, *, aliases: dict[str, str] 
 def instance(value, types: type | tuple[type, ...], what: str):
     """``value`` itself, if it is an instance of ``types``."""
     if not isinstance(value, types):
-        names = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+        names = " or ".join(t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+                            for t in (types if isinstance(types, tuple) else (types,)))
         raise TypeError(f"{what} must be a {names}, got {type(value).__name__}")
     return value

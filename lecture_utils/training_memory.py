@@ -1,0 +1,159 @@
+"""A model's training memory, predicted from its parameters and measured in a real step.
+
+params + grads + optimizer state + activations (what autograd saves for backward).
+The optimizer-state counts come from the lecture's own optimizers (``lecture_utils.optim``),
+not from a table typed in here.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from lecture_utils import validate
+from lecture_utils.dtypes import as_dtype
+from lecture_utils.sizes import tensor_bytes
+
+
+@functools.cache
+def _optimizer_state() -> tuple[dict[str, int], frozenset[str]]:
+    """Step each of ``lecture_utils.optim.OPTIMIZERS`` once on a small parameter and count
+    its full-size state tensors, and which ones keep a ``step`` counter."""
+    from lecture_utils.optim import OPTIMIZERS
+
+    copies, counters = {}, set()
+    for name, cls in OPTIMIZERS.items():
+        p = torch.nn.Parameter(torch.ones(2, 3))
+        p.grad = torch.ones(2, 3)
+        optimizer = cls([p], lr=0.1)
+        optimizer.step()
+        state = optimizer.state[p]
+        copies[name] = sum(torch.is_tensor(t) and t.shape == p.shape for t in state.values())
+        if "step" in state:
+            counters.add(name)
+    return copies, frozenset(counters)
+
+
+# Full-size state tensors per parameter that each optimizer keeps ({"sgd": 0, ..., "adamw": 2}).
+OPTIMIZER_STATE_COPIES: dict[str, int] = _optimizer_state()[0]
+# torch.optim keeps these optimizers' step counter as a scalar float32 tensor per parameter tensor.
+_STEP_COUNTERS = _optimizer_state()[1]
+
+
+@dataclass(frozen=True)
+class TrainingMemory:
+    """Bytes held during a training step, by kind (activations: what autograd saves)."""
+
+    params: int
+    grads: int
+    optimizer_state: int
+    activations: int
+
+    @property
+    def total(self) -> int:
+        return self.params + self.grads + self.optimizer_state + self.activations
+
+
+def predict_training_memory(model: nn.Module, *, optimizer: str = "adamw",
+                            activations: int = 0) -> TrainingMemory:
+    """Predict params, grads and optimizer state from a model's parameters alone.
+
+    Gradients: one same-shape, same-dtype tensor per trainable parameter. Optimizer
+    state: ``OPTIMIZER_STATE_COPIES[optimizer]`` copies of the gradients, plus (for the
+    adaptive ones) torch's 4-byte ``step`` counter per parameter tensor. ``activations``
+    depends on the model's code, so it is passed in (e.g. :func:`mlp_activation_bytes`).
+    """
+    name = validate.choice(optimizer, OPTIMIZER_STATE_COPIES, "optimizer")
+    params = list(model.parameters())
+    trainable = [p for p in params if p.requires_grad]
+    grads = sum(tensor_bytes(p) for p in trainable)
+    steps = 4 * len(trainable) if name in _STEP_COUNTERS else 0
+    return TrainingMemory(params=sum(tensor_bytes(p) for p in params), grads=grads,
+                          optimizer_state=OPTIMIZER_STATE_COPIES[name] * grads + steps,
+                          activations=activations)
+
+
+def mlp_activation_bytes(*, n_layers: int, width: int, batch: int,
+                         dtype: str | torch.dtype = "float32") -> int:
+    """Bytes autograd saves for ``models.Cruncher`` (L layers of width D, batch B).
+
+    Each of the L + 1 matmuls saves its input (B x D) to compute its weight gradient
+    (grad_W = x^T grad_out): (L + 1) * B * D elements. The weights it also saves (for
+    grad_x = grad_out W^T) are the parameters themselves, so they cost nothing extra;
+    a ReLU saves its output, which is the next matmul's saved input: the same storage.
+    The lecture's B*L*D is this without the "+ 1" (the last layer's input).
+    """
+    assert min(n_layers, width, batch) >= 0, "sizes must be >= 0"
+    return (n_layers + 1) * batch * width * as_dtype(dtype).itemsize
+
+
+def mlp_peak_bytes(*, n_layers: int, width: int, batch: int, optimizer: str = "adamw",
+                   dtype: str | torch.dtype = "float32") -> int:
+    """Predicted peak of a steady-state training step of ``Cruncher`` (no ReLU, grads set to None).
+
+    The peak comes during backward through the last hidden layer. Alive then:
+    parameters, optimizer state, the L saved layer inputs (the head's input was freed as
+    soon as the head's backward ran), the gradient flowing in (B x D), the gradient being
+    produced for the layer below (B x D), and two weight gradients (D x D and the head's
+    D). Valid when the batch is larger than the width (B > D); for B < D the peak moves
+    into the end of backward or the optimizer step. On a GPU, allocator rounding and the
+    cuBLAS workspace add a few MB on top.
+    """
+    itemsize = as_dtype(dtype).itemsize
+    name = validate.choice(optimizer, OPTIMIZER_STATE_COPIES, "optimizer")
+    d, b = width, batch
+    params = (n_layers * d * d + d) * itemsize
+    state = OPTIMIZER_STATE_COPIES[name] * params + (4 * (n_layers + 1) if name in _STEP_COUNTERS else 0)
+    live = (n_layers * b * d + 2 * b * d + d * d + d) * itemsize
+    return params + state + live
+
+
+def saved_tensor_bytes(fn, *inputs, exclude: list[torch.Tensor] | tuple = ()) -> tuple[int, list]:
+    """Run ``fn(*inputs)`` and measure what autograd saves for backward.
+
+    Uses ``torch.autograd.graph.saved_tensors_hooks``: every tensor saved for backward
+    passes through the pack hook. Bytes are counted once per distinct storage, and
+    storages of ``exclude`` (e.g. the model's parameters) are skipped: saving a weight
+    for backward keeps a reference, not a copy. Returns (bytes, [(shape, dtype), ...]
+    of the counted tensors) and keeps the output alive only until it returns.
+    """
+    skip = {t.untyped_storage().data_ptr() for t in exclude}
+    seen: dict[int, int] = {}
+    saved: list[tuple[tuple[int, ...], torch.dtype]] = []
+
+    def pack(t: torch.Tensor):
+        storage = t.untyped_storage()
+        ptr = storage.data_ptr()
+        if ptr not in skip and ptr not in seen:
+            seen[ptr] = storage.nbytes()
+            saved.append((tuple(t.shape), t.dtype))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn(*inputs)
+    return sum(seen.values()), saved
+
+
+def measure_training_memory(model: nn.Module, inputs: torch.Tensor, optimizer: torch.optim.Optimizer,
+                            loss_fn=None) -> TrainingMemory:
+    """Run one real training step and measure the bytes of every kind of tensor.
+
+    Activations: the saved-for-backward bytes during the forward pass (parameters
+    excluded); params, grads: the tensors themselves; optimizer state: every tensor
+    in ``optimizer.state`` after ``step()``. ``loss_fn(output)`` defaults to ``.sum()``.
+    """
+    loss_fn = loss_fn or (lambda out: out.sum())
+    params = list(model.parameters())
+    outputs = []
+    activations, _ = saved_tensor_bytes(lambda x: outputs.append(model(x)), inputs, exclude=params)
+    optimizer.zero_grad(set_to_none=True)
+    loss_fn(outputs.pop()).backward()
+    optimizer.step()
+    state = sum(tensor_bytes(t) for s in optimizer.state.values() for t in s.values()
+                if isinstance(t, torch.Tensor))
+    return TrainingMemory(params=sum(tensor_bytes(p) for p in params),
+                          grads=sum(tensor_bytes(p.grad) for p in params if p.grad is not None),
+                          optimizer_state=state, activations=activations)

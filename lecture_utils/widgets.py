@@ -1,0 +1,74 @@
+"""The notebooks' ipywidgets calculators: training memory (02) and training time (03).
+
+Each returns a widget box; where widgets cannot render (static HTML, nbval), the
+notebooks show the static twin instead (``training_state_table``, ``training_time_table``).
+ipywidgets, memory and flops are imported inside the functions: this module is imported by
+both, and needs ipywidgets only when a calculator is built.
+"""
+
+from __future__ import annotations
+
+
+def memory_calculator():
+    """An ipywidgets calculator: parameters, recipe, GPUs, sharded or not."""
+    import ipywidgets as w
+
+    from lecture_utils.recipes import RECIPES, max_params_that_fit, training_state_table
+    from lecture_utils.sizes import format_bytes
+
+    n_params = w.FloatLogSlider(value=7e9, base=10, min=6, max=12, step=0.05,
+                                description="params", readout_format=".3g")
+    recipe = w.Dropdown(options=list(RECIPES), value="fp32_adamw", description="recipe")
+    n_gpus = w.IntSlider(value=8, min=1, max=1024, description="GPUs")
+    gpu_gb = w.FloatText(value=80.0, description="GB / GPU")
+    sharded = w.Checkbox(value=False, description="sharded (ZeRO-3)")
+    out = w.HTML()
+
+    def update(*_):
+        rows = training_state_table(int(n_params.value), n_gpus=n_gpus.value,
+                                    sharded=sharded.value, recipe=recipe.value)
+        budget = gpu_gb.value * 1e9
+        cells = "".join(f"<tr><td>{p}</td><td>{format_bytes(b)}</td></tr>" for p, b in rows)
+        fits = "fits" if rows[-1][1] <= budget else "does NOT fit"
+        limit = max_params_that_fit(budget, n_gpus=n_gpus.value, recipe=recipe.value,
+                                    sharded=sharded.value) if budget > 0 else 0
+        out.value = (f"<table>{cells}</table><p>per GPU: <b>{fits}</b> in {gpu_gb.value:g} GB; "
+                     f"largest that fits: {limit / 1e9:.3g}B parameters</p>")
+
+    for widget in (n_params, recipe, n_gpus, gpu_gb, sharded):
+        widget.observe(update, names="value")
+    update()
+    return w.VBox([n_params, recipe, n_gpus, gpu_gb, sharded, out])
+
+
+def training_time_calculator():
+    """An ipywidgets calculator: params, tokens, GPU, count, MFU -> days (6ND, dense peak)."""
+    import ipywidgets as w
+
+    from lecture_utils.flops import training_days, training_flops
+    from lecture_utils.hardware import ACCELERATORS, lookup
+
+    params = w.FloatLogSlider(value=70e9, base=10, min=8, max=13, step=0.05, description="params",
+                              readout_format=".3g")
+    tokens = w.FloatLogSlider(value=15e12, base=10, min=9, max=14, step=0.05, description="tokens",
+                              readout_format=".3g")
+    gpu = w.Dropdown(options=list(ACCELERATORS), value="H100 SXM", description="GPU")
+    count = w.IntText(value=1024, description="GPUs")
+    utilisation = w.FloatSlider(value=0.5, min=0.05, max=1.0, step=0.05, description="MFU")
+    out = w.HTML()
+
+    def update(*_):
+        if count.value < 1:  # the one box a user can type a bad value into
+            out.value = "<p>GPUs must be at least 1</p>"
+            return
+        total = training_flops(int(params.value), int(tokens.value)).total
+        days = training_days(total, gpu.value, count.value, utilisation.value)
+        peak = lookup(gpu.value).peak("bf16")
+        out.value = (f"<p>6ND = {total:.3g} FLOPs; dense bf16 peak {peak / 1e12:g} TFLOP/s per GPU"
+                     f"<br><b>{days:.1f} days</b> on {count.value} x {gpu.value} at MFU "
+                     f"{utilisation.value:.2f}</p>")
+
+    for widget in (params, tokens, gpu, count, utilisation):
+        widget.observe(update, names="value")
+    update()
+    return w.VBox([params, tokens, gpu, count, utilisation, out])
