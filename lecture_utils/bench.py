@@ -6,17 +6,15 @@ Every function returns seconds (or a rate) and, given a ``label``, prints one
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import torch
 import torch.utils.benchmark as benchmark
 
 from lecture_utils.checks import measured
-from lecture_utils.hardware import _dtype_key, detect
-
-_TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
-                 "fp16": torch.float16}
+from lecture_utils.device import get_device
+from lecture_utils.dtypes import as_dtype, spec_name
+from lecture_utils.hardware import detect
 
 
 def time_fn(fn, *args, label: str | None = None, min_run_time: float = 0.2) -> float:
@@ -25,10 +23,6 @@ def time_fn(fn, *args, label: str | None = None, min_run_time: float = 0.2) -> f
     ``blocked_autorange`` warms up, repeats until ``min_run_time`` has passed and, on
     CUDA, synchronises around each block so queued kernels are counted.
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if isinstance(min_run_time, bool) or not isinstance(min_run_time, numbers.Real) or min_run_time <= 0:
-        raise ValueError(f"min_run_time must be a number of seconds > 0, got {min_run_time!r}")
     timer = benchmark.Timer(stmt="fn(*args)", globals={"fn": fn, "args": args},
                             num_threads=torch.get_num_threads())
     fn(*args)  # one call outside the timer: lazy init, allocator warm-up
@@ -38,20 +32,6 @@ def time_fn(fn, *args, label: str | None = None, min_run_time: float = 0.2) -> f
     return seconds
 
 
-def _resolve(device) -> torch.device:
-    if isinstance(device, str):
-        device = torch.device(device)
-    if not isinstance(device, torch.device):
-        raise TypeError(f"device must be a torch.device or str, got {type(device).__name__}")
-    return device
-
-
-def _size(n, what="n") -> int:
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n <= 0:
-        raise ValueError(f"{what} must be a positive int, got {n!r}")
-    return int(n)
-
-
 def matmul_flops_per_s(n: int, dtype: str = "fp32", device="cpu", *, label: str | None = None,
                        min_run_time: float = 0.2) -> float:
     """Achieved FLOP/s of an ``n x n @ n x n`` matmul (2n^3 FLOPs) in ``dtype``.
@@ -59,15 +39,11 @@ def matmul_flops_per_s(n: int, dtype: str = "fp32", device="cpu", *, label: str 
     ``"tf32"`` means float32 tensors with TF32 tensor-core math (CUDA only; on other
     devices it is plain fp32 and the dtype is refused).
     """
-    n = _size(n)
-    key = _dtype_key(dtype)
-    if key not in _TORCH_DTYPES:
-        raise ValueError(f"cannot time a {key} matmul here; valid: {', '.join(_TORCH_DTYPES)}")
-    device = _resolve(device)
-    if key == "tf32" and device.type != "cuda":
-        raise ValueError("tf32 is a CUDA tensor-core mode; on this device use fp32")
-    a = torch.randn(n, n, device=device, dtype=_TORCH_DTYPES[key])
-    b = torch.randn(n, n, device=device, dtype=_TORCH_DTYPES[key])
+    key = spec_name(dtype)
+    device = get_device(device)
+    assert key != "tf32" or device.type == "cuda", "tf32 is a CUDA tensor-core mode; elsewhere use fp32"
+    a = torch.randn(n, n, device=device, dtype=as_dtype(key))
+    b = torch.randn(n, n, device=device, dtype=as_dtype(key))
     previous = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("high" if key == "tf32" else "highest")  # "high" = TF32
     try:
@@ -83,8 +59,7 @@ def matmul_flops_per_s(n: int, dtype: str = "fp32", device="cpu", *, label: str 
 def copy_bandwidth(n_bytes: int = 256 * 2**20, device="cpu", *, label: str | None = None,
                    min_run_time: float = 0.2) -> float:
     """Achieved bytes/s of ``dst.copy_(src)``: every byte read once and written once."""
-    n_bytes = _size(n_bytes, "n_bytes")
-    device = _resolve(device)
+    device = get_device(device)
     src = torch.empty(n_bytes // 4, dtype=torch.float32, device=device).uniform_()
     dst = torch.empty_like(src)
     seconds = time_fn(dst.copy_, src, min_run_time=min_run_time)
@@ -109,12 +84,12 @@ def peak_flops(device, dtype: str = "bf16", *, n: int | None = None,
     otherwise the best measured FLOP/s of an ``n^3`` and an ``(n/2)^3`` matmul (CPU, MPS,
     GPUs not in the table). A measured peak is noisy: a later timing may beat it.
     """
-    device = _resolve(device)
-    key = _dtype_key(dtype)
-    acc = detect(device) if device.type == "cuda" else None
+    device = get_device(device)
+    key = spec_name(dtype)
+    acc = detect(device)
     if acc is not None:
         return Peak(acc.peak(key), f"{acc.name} dense {key} peak (spec sheet)", False)
-    size = _size(n, "n") if n is not None else (8192 if device.type == "cuda" else 1024)
+    size = n or (8192 if device.type == "cuda" else 1024)
     rate = max(matmul_flops_per_s(s, key, device, min_run_time=min_run_time)
                for s in {max(size // 2, 1), size})
     return Peak(rate, f"measured: best of {size}^3 and {max(size // 2, 1)}^3 {key} matmuls "

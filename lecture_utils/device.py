@@ -11,6 +11,9 @@ import random
 import numpy as np
 import torch
 
+from lecture_utils import validate
+from lecture_utils.checks import measured
+
 # Set LECTURE_DEVICE=cpu to make a GPU machine reproduce the CPU golden outputs.
 DEVICE_ENV_VAR = "LECTURE_DEVICE"
 DEVICE_TYPES = ("cuda", "mps", "cpu")
@@ -22,7 +25,7 @@ def _mps_available() -> bool:
 
 
 def get_device(name: str | torch.device | None = None) -> torch.device:
-    """Return the device to compute on.
+    """Return the device to compute on: the one device policy of the lecture.
 
     With no ``name``: the ``LECTURE_DEVICE`` environment variable if set, else the
     best available of cuda, then mps, then cpu. A requested device that does not
@@ -37,31 +40,25 @@ def get_device(name: str | torch.device | None = None) -> torch.device:
         if _mps_available():
             return torch.device("mps")
         return torch.device("cpu")
-    if not isinstance(name, (str, torch.device)):
-        raise TypeError(f"device must be a str or torch.device, got {type(name).__name__} {name!r}")
+    validate.instance(name, (str, torch.device), "device")
     try:
         device = torch.device(name)
-    except RuntimeError as err:
-        raise ValueError(f"unknown device {name!r}; valid types: {', '.join(DEVICE_TYPES)}") from err
-    if device.type not in DEVICE_TYPES:
-        raise ValueError(f"unsupported device {name!r}; valid types: {', '.join(DEVICE_TYPES)}")
-    if device.type == "cuda":
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if count == 0:
-            raise ValueError(f"device {name!r} requested but CUDA is not available here")
-        if device.index is not None and not 0 <= device.index < count:
-            raise ValueError(f"device {name!r} does not exist; valid: cuda:0 .. cuda:{count - 1}")
-    if device.type == "mps" and not _mps_available():
-        raise ValueError(f"device {name!r} requested but MPS is not available here")
-    if device.type == "cpu" and device.index not in (None, 0):
-        raise ValueError(f"device {name!r} does not exist; valid: 'cpu'")
+    except RuntimeError:
+        device = None
+    if device is None or device.type not in DEVICE_TYPES:
+        raise ValueError(f"unknown device {name!r}; valid types: {', '.join(DEVICE_TYPES)}")
+    count = {"cuda": torch.cuda.device_count() if torch.cuda.is_available() else 0,
+             "mps": int(_mps_available()), "cpu": 1}[device.type]
+    if count == 0:
+        raise ValueError(f"device {name!r} requested but {device.type.upper()} is not available here")
+    if device.index is not None and not 0 <= device.index < count:
+        valid = f"cuda:0 .. cuda:{count - 1}" if device.type == "cuda" else repr(device.type)
+        raise ValueError(f"device {name!r} does not exist; valid: {valid}")
     return device
 
 
 def describe_device(device: torch.device) -> str:
     """One human line, e.g. ``cuda:0 (NVIDIA H200)`` or ``cpu (2 threads)``."""
-    if not isinstance(device, torch.device):
-        raise TypeError(f"expected a torch.device, got {type(device).__name__}")
     if device.type == "cuda":
         index = device.index if device.index is not None else torch.cuda.current_device()
         return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
@@ -76,14 +73,9 @@ def cuda_only(device: torch.device, what: str) -> bool:
     The skip line is a ``[measured]`` line (it depends on the machine), and so is every
     line a GPU-only cell prints, so the CPU and CUDA goldens sanitize to the same text.
     """
-    if not isinstance(device, torch.device):
-        raise TypeError(f"device must be a torch.device (from setup()), got {type(device).__name__}")
-    if not isinstance(what, str) or not what:
-        raise TypeError(f"what must be a non-empty str describing the cell, got {what!r}")
     if device.type == "cuda":
         return True
-    print(f"[measured] skipped on {device.type}: {what} needs a CUDA GPU "
-          "(figures from a real GPU: docs/gpu/README.md)")
+    measured(f"skipped on {device.type}", f"{what} needs a CUDA GPU (figures from a real GPU: docs/gpu/README.md)")
     return False
 
 

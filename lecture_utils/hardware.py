@@ -18,7 +18,12 @@ from types import MappingProxyType
 
 import torch
 
-DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")  # fp32 = non-tensor-core (CUDA cores)
+from lecture_utils import validate
+from lecture_utils.checks import measured
+from lecture_utils.device import get_device
+from lecture_utils.dtypes import SPEC_NAMES, spec_name
+
+DTYPES = SPEC_NAMES  # the peak table's columns; fp32 = non-tensor-core (CUDA cores)
 T = 1e12
 GB = 1e9
 
@@ -37,23 +42,11 @@ class Accelerator:
 
     def peak(self, dtype: str) -> float:
         """Dense peak FLOP/s for ``dtype`` (fp32, tf32, bf16, fp16, fp8)."""
-        key = _dtype_key(dtype)
+        key = spec_name(dtype)
         if key not in self.dense_flops:
             raise ValueError(f"{self.name} has no {key} peak; it has: {', '.join(self.dense_flops)}")
         return self.dense_flops[key]
 
-
-def _dtype_key(dtype) -> str:
-    aliases = {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16",
-               "half": "fp16", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "tensorfloat32": "tf32"}
-    if isinstance(dtype, torch.dtype):
-        dtype = str(dtype).removeprefix("torch.")
-    if not isinstance(dtype, str):
-        raise TypeError(f"dtype must be a str or torch.dtype, got {type(dtype).__name__} {dtype!r}")
-    key = aliases.get(dtype.lower(), dtype.lower())
-    if key not in DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
-    return key
 
 
 def _gpu(name, dense, sparse, memory, hbm, link, link_bw, source, device_names):
@@ -124,9 +117,7 @@ def lookup(name: str | Accelerator) -> Accelerator:
     """Find an accelerator by name, case-insensitively (``"h100"``, ``"A100"``, ``"4090"``)."""
     if isinstance(name, Accelerator):
         return name
-    if not isinstance(name, str):
-        raise TypeError(f"accelerator name must be a str, got {type(name).__name__} {name!r}")
-    key = _norm(name)
+    key = _norm(validate.instance(name, str, "accelerator name"))
     by_norm = {_norm(n): n for n in ACCELERATORS}
     if key in by_norm:
         return ACCELERATORS[by_norm[key]]
@@ -140,8 +131,6 @@ def lookup(name: str | Accelerator) -> Accelerator:
 
 def match_device_name(device_name: str) -> Accelerator | None:
     """The table entry for a CUDA device name such as ``"NVIDIA H100 80GB HBM3"``, or None."""
-    if not isinstance(device_name, str):
-        raise TypeError(f"device_name must be a str, got {type(device_name).__name__}")
     for acc in ACCELERATORS.values():
         if any(re.search(p, device_name, re.IGNORECASE) for p in acc.device_names):
             return acc
@@ -151,15 +140,16 @@ def match_device_name(device_name: str) -> Accelerator | None:
 def detect(device: torch.device | str | None = None) -> Accelerator | None:
     """The table entry for this machine's GPU, or None (CPU, MPS, or a GPU not in the table).
 
+    ``device`` goes through :func:`lecture_utils.device.get_device` (None: ``LECTURE_DEVICE``,
+    else the best available).
     Never raises for an unknown GPU: it prints one line saying so, and callers fall back
     to a measured peak (:func:`lecture_utils.bench.peak_flops`).
     """
-    device = torch.device(device) if device is not None else (
-        torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu"))
+    device = get_device(device)
     if device.type != "cuda":
         return None
     name = torch.cuda.get_device_name(device)
     acc = match_device_name(name)
     if acc is None:
-        print(f"[measured] {name!r} is not in the hardware table: peaks will be measured, not looked up")
+        measured(f"{name!r} is not in the hardware table", "peaks will be measured, not looked up")
     return acc

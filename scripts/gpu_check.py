@@ -70,7 +70,10 @@ def defined_names(source: str) -> set[str]:
 
 def run_notebook(py: Path, log_dir: Path) -> dict:
     """Execute one notebook twin cell by cell; return its status and measured lines."""
+    # main() has put the checkout on sys.path.
     import matplotlib.pyplot as plt
+
+    from lecture_utils.checks import CHECK_MARK, MEASURED_PREFIX
 
     cells = parse_cells(py)
     namespace = {"__name__": "__notebook__"}
@@ -109,8 +112,8 @@ def run_notebook(py: Path, log_dir: Path) -> dict:
     result["seconds"] = round(time.perf_counter() - start, 1)
     text = output.getvalue()
     (log_dir / f"{py.stem}.log").write_text(text, encoding="utf-8")
-    result["checks"] = sum(line.startswith("✓") for line in text.splitlines())
-    result["measured"] = [line for line in text.splitlines() if line.startswith("[measured]")]
+    result["checks"] = sum(line.startswith(CHECK_MARK) for line in text.splitlines())
+    result["measured"] = [line for line in text.splitlines() if line.startswith(MEASURED_PREFIX)]
     return result
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from lecture_utils.checks import CHECK_MARK
+
 KERNEL = "pytorch-resource-accounting"
-CHECK_MARK = "✓"
 
 
 def execute(nb: nbformat.NotebookNode, folder: Path, timeout: int = 600) -> float:
@@ -29,7 +30,7 @@ def execute(nb: nbformat.NotebookNode, folder: Path, timeout: int = 600) -> floa
 
 
 def count_checks(nb: nbformat.NotebookNode) -> int:
-    """Number of ``✓`` lines (lecture_utils.check successes) in a notebook's outputs."""
+    """Number of ``CHECK_MARK`` lines (lecture_utils.check successes) in a notebook's outputs."""
     total = 0
     for cell in nb.cells:
         for out in cell.get("outputs", []):

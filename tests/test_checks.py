@@ -1,8 +1,11 @@
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
-from lecture_utils.checks import check, check_raises, measured
+from lecture_utils.checks import CHECK_MARK, MEASURED_PREFIX, check, check_raises, measured
 
 
 def test_check_prints_one_line_on_success(capsys):
@@ -48,36 +51,16 @@ def test_check_fails_loudly_with_both_values(got, expected, kw, capsys):
     assert capsys.readouterr().out == ""  # nothing claims success
 
 
-@pytest.mark.parametrize("kw", [{"rel": -1}, {"abs": -0.5}, {"rel": "1e-3"}, {"abs": float("nan")}])
-def test_check_rejects_bad_tolerances(kw):
-    with pytest.raises(ValueError, match="tolerance"):
-        check("x", 1.0, 1.0, **kw)
-
-
-def test_check_rejects_tolerance_on_non_numbers():
-    with pytest.raises(TypeError, match="tolerances need numbers"):
+def test_check_refuses_a_tolerance_it_would_silently_ignore(capsys):
+    with pytest.raises(AssertionError, match="tolerances need numbers"):
         check("x", "a", "a", rel=0.1)
-
-
-@pytest.mark.parametrize("name", ["", None, 3])
-def test_check_rejects_bad_names(name):
-    with pytest.raises(TypeError, match="name"):
-        check(name, 1, 1)
+    assert capsys.readouterr().out == ""
 
 
 def test_measured_prefix_is_what_the_sanitizer_masks(capsys):
     measured("matmul time", 0.0123456, "s")
     measured("device name", "NVIDIA H200")
     assert capsys.readouterr().out == "[measured] matmul time: 0.0123 s\n[measured] device name: NVIDIA H200\n"
-
-
-@pytest.mark.parametrize(
-    ("args", "kw", "error"),
-    [(("", 1.0), {}, TypeError), (("t", 1.0, 3), {}, TypeError), (("t", 1.0), {"digits": 0}, ValueError)],
-)
-def test_measured_rejects_bad_input(args, kw, error):
-    with pytest.raises(error):
-        measured(*args, **kw)
 
 
 def test_tolerant_tensor_checks_print_no_machine_dependent_digits(capsys):
@@ -104,20 +87,13 @@ def test_check_raises_fails_when_nothing_or_something_else_is_raised(capsys):
     assert capsys.readouterr().out == ""
 
 
-@pytest.mark.parametrize(("args", "error"), [(("", ValueError, int), TypeError),
-                                             (("x", "ValueError", int), TypeError),
-                                             (("x", ValueError, 3), TypeError)])
-def test_check_raises_rejects_bad_input(args, error):
-    with pytest.raises(error):
-        check_raises(*args)
 
-
-def test_positive_int_validates_counts():
-    from lecture_utils.checks import positive_int
-
-    assert positive_int(3, "batch_size") == 3
-    with pytest.raises(ValueError, match="batch_size must be > 0, got 0"):
-        positive_int(0, "batch_size")
-    for bad in (2.0, "2", True, None):
-        with pytest.raises(TypeError, match="batch_size must be an int"):
-            positive_int(bad, "batch_size")
+def test_the_output_markers_are_spelled_once():
+    """Every other module and script prints ✓ / [measured] through checks' constants."""
+    root = Path(__file__).resolve().parents[1]
+    literal = re.compile(r"""f?["'](✓|\[measured\])""")  # a string literal that starts with a marker
+    offenders = [str(path.relative_to(root)) for folder in ("lecture_utils", "scripts", "benchmarks")
+                 for path in sorted((root / folder).rglob("*.py"))
+                 if path.name != "checks.py" and literal.search(path.read_text(encoding="utf-8"))]
+    assert offenders == []
+    assert (CHECK_MARK, MEASURED_PREFIX) == ("✓", "[measured]")

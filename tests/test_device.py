@@ -66,17 +66,15 @@ def test_setup_sets_print_and_plot_defaults(capsys):
     assert mpl.rcParams["axes.grid"] is True
 
 
-@pytest.mark.parametrize(("seed", "error"), [(-1, ValueError), (2**32, ValueError), (1.5, TypeError),
-                                             ("0", TypeError), (True, TypeError)])
-def test_bad_seeds_are_rejected(seed, error):
-    with pytest.raises(error, match="seed"):
-        seed_all(seed)
+def test_seed_all_reproduces_every_generator():
+    seed_all(7)
+    first = (random.random(), np.random.rand(), torch.rand(1).item())
+    seed_all(7)
+    assert (random.random(), np.random.rand(), torch.rand(1).item()) == first
 
 
 def test_describe_device():
-    assert describe_device(torch.device("cpu")).startswith("cpu (")
-    with pytest.raises(TypeError):
-        describe_device("cpu")
+    assert describe_device(torch.device("cpu")) == f"cpu ({torch.get_num_threads()} threads)"
 
 
 def test_cuda_only_skips_with_one_measured_line(capsys):
@@ -87,7 +85,14 @@ def test_cuda_only_skips_with_one_measured_line(capsys):
     assert capsys.readouterr().out == ""
 
 
-@pytest.mark.parametrize(("args", "error"), [(("cpu", "x"), TypeError), ((torch.device("cpu"), ""), TypeError)])
-def test_cuda_only_rejects_bad_input(args, error):
-    with pytest.raises(error):
-        cuda_only(*args)
+
+def test_the_environment_variable_is_checked_like_an_argument(monkeypatch):
+    monkeypatch.setenv("LECTURE_DEVICE", "tpu")
+    with pytest.raises(ValueError, match="unknown device 'tpu'; valid types: cuda, mps, cpu"):
+        get_device()
+
+
+@pytest.mark.skipif(torch.backends.mps.is_available(), reason="checks the no-MPS refusal")
+def test_missing_mps_raises():
+    with pytest.raises(ValueError, match="MPS is not available"):
+        get_device("mps")

@@ -102,13 +102,30 @@ def test_detect_on_cpu_is_none():
     assert detect("cpu") is None
 
 
+def _fake_gpu(monkeypatch, name):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
+
+
 def test_detect_unknown_gpu_says_so_instead_of_crashing(monkeypatch, capsys):
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA Mystery 9000")
+    _fake_gpu(monkeypatch, "NVIDIA Mystery 9000")
     assert detect(torch.device("cuda")) is None
     out = capsys.readouterr().out
     assert out.startswith("[measured] 'NVIDIA Mystery 9000' is not in the hardware table")
 
 
 def test_detect_known_gpu(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H200")
+    _fake_gpu(monkeypatch, "NVIDIA H200")
     assert detect("cuda:0") is hardware.ACCELERATORS["H200"]
+
+
+def test_detect_follows_the_device_policy(monkeypatch):
+    """get_device decides: LECTURE_DEVICE=cpu on a GPU machine means no GPU peak."""
+    _fake_gpu(monkeypatch, "NVIDIA H200")
+    monkeypatch.setenv("LECTURE_DEVICE", "cpu")
+    assert detect() is None
+    monkeypatch.delenv("LECTURE_DEVICE")
+    assert detect() is hardware.ACCELERATORS["H200"]
+    with pytest.raises(ValueError, match="'cuda:3' does not exist"):
+        detect("cuda:3")
