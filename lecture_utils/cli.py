@@ -27,26 +27,48 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+# Every argument is checked here, where it is typed: one line naming the value and what
+# would be valid, exit 2 (argparse prefixes "argument --name:").
+
 def _number(text: str) -> float:
-    """Accept 70e9, 70_000_000_000, 7.0E10."""
+    """A number > 0, written 70e9, 70_000_000_000 or 7.0E10."""
     try:
-        return float(text.replace("_", ""))
+        value = float(text.replace("_", ""))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"not a positive number: {text!r}")
+    return value
 
 
-def _recipe(text: str) -> str:
-    try:
-        return recipe_name(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+def _count(text: str) -> int:
+    """A whole number >= 1 (parameters, GPUs); 7e9 is fine."""
+    value = _number(text)
+    if value != int(value):
+        raise argparse.ArgumentTypeError(f"not a positive whole number: {text!r}")
+    return int(value)
 
 
-def _gpu(text: str):
-    try:
-        return lookup(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+def _fraction(text: str) -> float:
+    """A fraction of peak in (0, 1] (MFU)."""
+    value = _number(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"not a fraction in (0, 1]: {text!r}")
+    return value
+
+
+def _lookup(find):
+    """An argparse type from a lookup that raises ValueError with the valid choices."""
+    def parse(text: str):
+        try:
+            return find(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+    parse.__name__ = find.__name__
+    return parse
+
+
+_recipe, _gpu = _lookup(recipe_name), _lookup(lookup)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,17 +82,17 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--params", type=_number, required=True, help="parameters N, e.g. 70e9")
     est.add_argument("--tokens", type=_number, required=True, help="training tokens D, e.g. 15e12")
     est.add_argument("--gpu", type=_gpu, default="H100", help="accelerator (see `gpus`); default H100")
-    est.add_argument("--gpus", type=int, required=True, help="number of GPUs")
-    est.add_argument("--mfu", type=float, default=0.5, help="model FLOPs utilisation in (0, 1]; default 0.5")
+    est.add_argument("--gpus", type=_count, required=True, help="number of GPUs")
+    est.add_argument("--mfu", type=_fraction, default=0.5, help="model FLOPs utilisation in (0, 1]; default 0.5")
     est.add_argument("--dtype", choices=DTYPES, default="bf16", help="compute dtype; default bf16")
 
     mem = sub.add_parser("memory", help="training-state bytes per GPU, and whether it fits",
                          description="Bytes per GPU for weights, gradients and optimizer state "
                                      "(activations not included).")
-    mem.add_argument("--params", type=_number, required=True, help="parameters N, e.g. 70e9")
+    mem.add_argument("--params", type=_count, required=True, help="parameters N, e.g. 70e9")
     mem.add_argument("--recipe", type=_recipe, default="fp32_adamw",
                      help=f"one of {', '.join(r.replace('_', '-') for r in RECIPES)}; default fp32-adamw")
-    mem.add_argument("--gpus", type=int, default=1, help="number of GPUs; default 1")
+    mem.add_argument("--gpus", type=_count, default=1, help="number of GPUs; default 1")
     mem.add_argument("--sharded", action="store_true", help="split the state across GPUs (ZeRO-3 / FSDP)")
     mem.add_argument("--gpu", type=_gpu, default="H100", help="accelerator whose memory to fit into; default H100")
 
@@ -96,9 +118,7 @@ def _estimate(args) -> None:
 
 
 def _memory(args) -> None:
-    if args.params != int(args.params) or args.params <= 0:
-        raise ValueError(f"--params must be a positive whole number, got {args.params:g}")
-    n = int(args.params)
+    n = args.params
     rows = training_state_table(n, n_gpus=args.gpus, sharded=args.sharded, recipe=args.recipe)
     layout = f"sharded over {args.gpus}" if args.sharded else f"replicated on each of {args.gpus}"
     parts = " + ".join(str(b) for b in param_breakdown(args.recipe).values())
@@ -128,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         {"estimate": _estimate, "memory": _memory, "gpus": _gpus}[args.command](args)
-    except (ValueError, TypeError) as err:  # library validation: same one-line contract
+    except (ValueError, TypeError) as err:  # the calculators' checks (e.g. --mfu): same one line
         parser.error(str(err))
     return 0
 

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
+from lecture_utils import validate
 from lecture_utils.nn import Linear
 
 ATTENTION = ("math", "sdpa")
@@ -34,17 +35,14 @@ class GPTConfig:
     # "sdpa": F.scaled_dot_product_attention (fused kernels on GPU; uncounted on CPU).
     attention: str = "math"
 
-    def __post_init__(self):
+    def __post_init__(self):  # a config is typed by people (get_config overrides): check it
         for name in ("vocab_size", "seq_len", "n_layers", "d_model", "n_heads"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if self.d_ff is not None and (not isinstance(self.d_ff, int) or self.d_ff <= 0):
-            raise ValueError(f"d_ff must be a positive int or None, got {self.d_ff!r}")
+            validate.integer(getattr(self, name), name)
+        if self.d_ff is not None:
+            validate.integer(self.d_ff, "d_ff")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
-        if self.attention not in ATTENTION:
-            raise ValueError(f"unknown attention {self.attention!r}; valid: {', '.join(ATTENTION)}")
+        validate.choice(self.attention, ATTENTION, "attention")
 
     @property
     def ff(self) -> int:
@@ -69,11 +67,7 @@ CONFIGS: dict[str, GPTConfig] = {
 
 def get_config(name: str, **overrides) -> GPTConfig:
     """A named config (``"tiny"``, ``"gpu"``), optionally with fields replaced."""
-    if not isinstance(name, str):
-        raise TypeError(f"config name must be a str, got {type(name).__name__}")
-    if name not in CONFIGS:
-        raise ValueError(f"unknown config {name!r}; valid: {', '.join(CONFIGS)}")
-    return dataclasses.replace(CONFIGS[name], **overrides)
+    return dataclasses.replace(CONFIGS[validate.choice(name, CONFIGS, "config")], **overrides)
 
 
 class CausalSelfAttention(nn.Module):
@@ -123,8 +117,6 @@ class Block(nn.Module):
 class GPT(nn.Module):
     def __init__(self, cfg: GPTConfig):
         super().__init__()
-        if not isinstance(cfg, GPTConfig):
-            raise TypeError(f"expected a GPTConfig, got {type(cfg).__name__}")
         self.cfg = cfg
         self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.pos_emb = nn.Embedding(cfg.seq_len, cfg.d_model)
@@ -136,12 +128,7 @@ class GPT(nn.Module):
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """Token ids (batch, seq) -> logits (batch, seq, vocab)."""
-        if idx.dtype not in (torch.int64, torch.int32) or idx.dim() != 2:
-            raise ValueError(f"expected int64 or int32 token ids of shape (batch, seq), got {idx.dtype} "
-                             f"{tuple(idx.shape)}")
         t = idx.shape[1]
-        if t > self.cfg.seq_len:
-            raise ValueError(f"sequence length {t} > the model's seq_len {self.cfg.seq_len}")
         x = self.tok_emb(idx) + self.pos_emb(torch.arange(t, device=idx.device))
         for block in self.blocks:
             x = block(x)
@@ -155,8 +142,6 @@ def n_params(model: nn.Module, *, non_embedding: bool = False) -> int:
     """Parameter count; ``non_embedding`` leaves out the token and position tables
     (the N of 6ND, whose lookups cost no FLOPs; a tied table is still counted once
     as the output layer)."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"expected an nn.Module, got {type(model).__name__}")
     total = sum(p.numel() for p in model.parameters())
     if non_embedding and isinstance(model, GPT):
         total -= model.pos_emb.weight.numel()
@@ -172,9 +157,6 @@ class Cruncher(nn.Module):
 
     def __init__(self, width: int, n_layers: int, *, relu: bool = False, device=None, dtype=None):
         super().__init__()
-        for name, value in (("width", width), ("n_layers", n_layers)):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
         self.relu = bool(relu)
         self.layers = nn.ModuleList(Linear(width, width, device=device, dtype=dtype)
                                     for _ in range(n_layers))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -18,12 +17,9 @@ _SIGN, _EXP, _MANT = "#d62728", "#1f77b4", "#2ca02c"
 
 def plot_bit_layout(dtypes=("float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")):
     """One row of boxes per dtype: sign, exponent and mantissa bits, to scale."""
-    if isinstance(dtypes, str) or not len(dtypes):
-        raise ValueError("dtypes must be a non-empty sequence of dtype names")
     infos = [dtype_info(d) for d in dtypes]
-    if any(i.exponent_bits == 0 for i in infos):
-        bad = [i.name for i in infos if i.exponent_bits == 0]
-        raise ValueError(f"bit layout needs floating-point dtypes, got {bad}")
+    # An integer has no exponent: its row would silently draw a wrong layout.
+    assert all(i.exponent_bits for i in infos), "plot_bit_layout draws floating-point dtypes only"
     fig, ax = plt.subplots(figsize=(9, 0.55 * len(infos) + 0.8))
     for row, info in enumerate(infos):
         y = len(infos) - 1 - row
@@ -58,15 +54,9 @@ def plot_strides(x: torch.Tensor, title: str | None = None):
     coloured by row; the storage slot it reads gets the same colour, so a transpose's
     jumps and a slice's gaps are visible. Grey slots are not reachable from the view.
     """
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"expected a tensor, got {type(x).__name__}")
-    if x.dim() != 2:
-        raise ValueError(f"plot_strides draws 2-D tensors, got shape {tuple(x.shape)}")
     n_storage = x.untyped_storage().nbytes() // x.element_size()
-    if n_storage > MAX_STORAGE_DRAWN:
-        raise ValueError(f"storage has {n_storage} elements; plot_strides draws at most "
-                         f"{MAX_STORAGE_DRAWN} (use a small example tensor)")
-    rows, cols = x.shape
+    assert n_storage <= MAX_STORAGE_DRAWN, f"storage of {n_storage} elements: use a small example tensor"
+    rows, cols = x.shape  # 2-D only
     s0, s1 = x.stride()
     off = x.storage_offset()
     cmap = plt.get_cmap("tab10")
@@ -104,14 +94,6 @@ def plot_strides(x: torch.Tensor, title: str | None = None):
 ROOFLINE_FIGSIZE = (8.0, 4.5)  # fixed, so the figure's text repr never depends on the data
 
 
-def _positive_real(value, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{what} must be a number, got {type(value).__name__} {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{what} must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
 def plot_roofline(points, peak_flops, bandwidth, title=None):
     """Measured points against a roofline: achieved FLOP/s over arithmetic intensity, log-log.
 
@@ -121,26 +103,8 @@ def plot_roofline(points, peak_flops, bandwidth, title=None):
     where the two meet, sits at intensity ``peak_flops / bandwidth``. Left of it a kernel
     is memory-bound, right of it compute-bound. The figure size is fixed whatever the data.
     """
-    peak = _positive_real(peak_flops, "peak_flops")
-    bw = _positive_real(bandwidth, "bandwidth")
-    if title is not None and not isinstance(title, str):
-        raise TypeError(f"title must be a str or None, got {type(title).__name__} {title!r}")
-    if isinstance(points, (str, bytes)) or not isinstance(points, (list, tuple)):
-        raise TypeError(f"points must be a list of (label, intensity, flops_per_s), "
-                        f"got {type(points).__name__}")
-    if not points:
-        raise ValueError("points must not be empty: give at least one (label, intensity, flops_per_s)")
-    checked = []
-    for i, point in enumerate(points):
-        if not isinstance(point, (list, tuple)) or len(point) != 3:
-            raise TypeError(f"points[{i}] must be a (label, intensity, flops_per_s) triple, "
-                            f"got {point!r}")
-        label, intensity, rate = point
-        if not isinstance(label, str) or not label:
-            raise TypeError(f"points[{i}] label must be a non-empty str, got {label!r}")
-        checked.append((label, _positive_real(intensity, f"points[{i}] ({label}) intensity"),
-                        _positive_real(rate, f"points[{i}] ({label}) flops_per_s")))
-
+    peak, bw = peak_flops, bandwidth
+    checked = [(label, intensity, rate) for label, intensity, rate in points]
     ridge = peak / bw
     xs = [p[1] for p in checked]
     x_lo, x_hi = min(*xs, ridge) / 4, max(*xs, ridge) * 4

@@ -66,8 +66,7 @@ def test_mfu():
     assert mfu(989.5e12, 2.0, 989.5e12) == 0.5
     with pytest.raises(ValueError, match="MFU 2.00 > 1"):
         mfu(2e12, 1.0, 1e12)
-    with pytest.raises(ValueError, match="seconds"):
-        mfu(1e12, 0, 1e12)
+    assert mfu(1e12, 4.0, 1e12) == 0.25
 
 
 # --- transformer_flops against FlopCounterMode on the project's model
@@ -100,12 +99,11 @@ def test_breakdown_parts_and_defaults():
     assert sum(parts.values()) == transformer_flops(n_layers=2, d_model=8, n_heads=2, seq_len=4, vocab_size=10)
 
 
-@pytest.mark.parametrize(("kw", "error"), [({"n_heads": 3}, ValueError), ({"seq_len": 0}, ValueError),
-                                           ({"d_ff": -4}, ValueError), ({"vocab_size": 10.0}, TypeError)])
-def test_transformer_flops_rejects_bad_shapes(kw, error):
-    args = {"n_layers": 2, "d_model": 8, "n_heads": 2, "seq_len": 4, "vocab_size": 10} | kw
-    with pytest.raises(error):
-        transformer_flops(**args)
+def test_transformer_flops_refuses_heads_that_do_not_divide_the_width():
+    # d_model // n_heads would silently undercount the attention matmuls. The other shape
+    # checks live at the edge, GPTConfig (tests/test_nn_models.py::test_config_validation).
+    with pytest.raises(AssertionError, match="divisible"):
+        transformer_flops(n_layers=2, d_model=8, n_heads=3, seq_len=4, vocab_size=10)
 
 
 def test_count_flops_backward_of_first_layer_is_1x():
@@ -129,7 +127,7 @@ def test_count_flops_reports_what_it_cannot_count():
 def test_count_flops_forward_only_and_bad_input():
     result = count_flops(torch.matmul, torch.randn(2, 3), torch.randn(3, 4), backward=False)
     assert (result.forward, result.backward) == (48, 0)
-    with pytest.raises(ValueError, match="requires grad"):
+    with pytest.raises(RuntimeError, match="does not require grad"):  # torch's own error
         count_flops(torch.matmul, torch.randn(2, 3), torch.randn(3, 4))
     with pytest.raises(TypeError):
         count_flops("model", torch.randn(2))
@@ -143,6 +141,10 @@ def test_training_time_table_and_calculator():
         training_time_table(70e9, 15e12, [])
     with pytest.raises(TypeError):
         training_time_table(70e9, 15e12, ["H100"])
+    with pytest.raises(ValueError, match="n_params"):
+        training_time_table(-70e9, 15e12, [("H100", 8)])
+    with pytest.raises(ValueError, match="unknown accelerator"):
+        training_time_table(70e9, 15e12, [("TPU", 8)])
     box = training_time_calculator()
     assert "143.9 days" in box.children[-1].value
     box.children[4].value = 1.0  # MFU

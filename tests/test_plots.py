@@ -24,9 +24,10 @@ def test_bit_layout_draws_one_box_per_bit():
     assert {"1/8/23", "1/8/7", "1/4/3"} <= labels
 
 
-@pytest.mark.parametrize("bad", [[], "float32", ["int64"], ["float13"]])
-def test_bit_layout_rejects_bad_dtypes(bad):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(("bad", "error"), [(["int64"], AssertionError),  # no exponent: a wrong drawing
+                                            (["float13"], ValueError)])  # the dtype table's lookup
+def test_bit_layout_refuses_what_it_cannot_draw(bad, error):
+    with pytest.raises(error):
         plot_bit_layout(bad)
 
 
@@ -52,17 +53,14 @@ def test_stride_figure_colours_storage_by_the_row_that_reads_it():
     assert len({slots[i].get_facecolor() for i in range(4)}) == 4
 
 
-@pytest.mark.parametrize(("bad", "error"), [(torch.arange(3), ValueError), ([[1, 2]], TypeError),
-                                            (torch.zeros(100, 100), ValueError)])
-def test_stride_figure_rejects_bad_input(bad, error):
+@pytest.mark.parametrize(("bad", "error"), [(torch.arange(3), ValueError),  # 2-D only
+                                            (torch.zeros(100, 100), AssertionError)])  # unreadable
+def test_stride_figure_refuses_what_it_cannot_draw(bad, error):
     with pytest.raises(error):
         plot_strides(bad)
 
 
 # --- plot_roofline --------------------------------------------------------------------
-
-import math  # noqa: E402
-import re  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -121,34 +119,3 @@ def test_roofline_accepts_a_point_above_the_ceiling():
     # it is drawn, not rejected.
     ax = plot_roofline([("in cache", 0.1, 5e9)], PEAK, BW).axes[0]
     assert ax.get_ylim()[1] > 5e9
-
-
-@pytest.mark.parametrize(("points", "peak", "bw", "error", "named"), [
-    (POINTS, 0, BW, ValueError, "peak_flops"),
-    (POINTS, -1e12, BW, ValueError, "peak_flops"),
-    (POINTS, math.inf, BW, ValueError, "peak_flops"),
-    (POINTS, "1e12", BW, TypeError, "peak_flops"),
-    (POINTS, True, BW, TypeError, "peak_flops"),
-    (POINTS, PEAK, 0.0, ValueError, "bandwidth"),
-    (POINTS, PEAK, math.nan, ValueError, "bandwidth"),
-    (POINTS, PEAK, None, TypeError, "bandwidth"),
-    ([], PEAK, BW, ValueError, "empty"),
-    ("points", PEAK, BW, TypeError, "points"),
-    ({"a": (1, 2)}, PEAK, BW, TypeError, "points"),
-    ([("a", 1.0)], PEAK, BW, TypeError, "points[0]"),
-    ([1.0], PEAK, BW, TypeError, "points[0]"),
-    ([("a", 1.0, 1e9), (3, 1.0, 1e9)], PEAK, BW, TypeError, "points[1] label"),
-    ([("", 1.0, 1e9)], PEAK, BW, TypeError, "label"),
-    ([("a", 0.0, 1e9)], PEAK, BW, ValueError, "(a) intensity"),
-    ([("a", -2.0, 1e9)], PEAK, BW, ValueError, "-2.0"),
-    ([("a", 1.0, math.inf)], PEAK, BW, ValueError, "(a) flops_per_s"),
-    ([("a", "1", 1e9)], PEAK, BW, TypeError, "intensity"),
-])
-def test_roofline_rejects_bad_input_and_names_it(points, peak, bw, error, named):
-    with pytest.raises(error, match=re.escape(named)):
-        plot_roofline(points, peak, bw)
-
-
-def test_roofline_rejects_a_non_string_title():
-    with pytest.raises(TypeError, match="title"):
-        plot_roofline(POINTS, PEAK, BW, title=3)
