@@ -1,0 +1,95 @@
+"""Checkpoints (§8.2): every RNG state, atomic writes, safe loading.
+
+``save_checkpoint`` and ``load_checkpoint`` are lesson code from notebook 08 (exported
+below); ``read_checkpoint``, the file loader at the edge, turns every kind of bad file
+into one clear error.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import random
+from pathlib import Path
+
+import numpy as np
+import torch
+
+CHECKPOINT = "checkpoint.pt"
+
+
+def rng_state(generator: torch.Generator | None = None) -> dict:
+    """Every RNG state, in types that ``torch.load(weights_only=True)`` accepts."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    state = {"python": random.getstate(), "numpy": (kind, torch.from_numpy(keys.copy()), pos, has_gauss, gauss),
+             "torch": torch.get_rng_state(),
+             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+    if generator is not None:
+        state["generator"] = generator.get_state()
+    return state
+
+
+def set_rng_state(state: dict, generator: torch.Generator | None = None) -> None:
+    """Restore what :func:`rng_state` saved (``generator``: the data sampler's, if saved)."""
+    random.setstate(state["python"])
+    kind, keys, pos, has_gauss, gauss = state["numpy"]
+    np.random.set_state((kind, keys.numpy(), pos, has_gauss, gauss))
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+    if generator is not None:
+        if "generator" not in state:
+            raise ValueError("checkpoint holds no data-sampler generator state")
+        generator.set_state(state["generator"])
+
+
+def read_checkpoint(path: str | Path) -> dict:
+    """Load a checkpoint's contents safely (``weights_only=True``) with clear errors."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        if "GLOBAL" in str(err):  # it names a Python object (a function, a class) to rebuild
+            raise ValueError(f"refusing to load {path}: it holds arbitrary pickled objects, which "
+                             "weights_only loading does not execute") from err
+        raise ValueError(f"{path} is not a readable checkpoint (truncated or corrupt)") from err
+    except (RuntimeError, EOFError, OSError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"{path} is not a readable checkpoint (truncated or corrupt): {reason}") from err
+    missing = {"model", "optimizer", "step", "rng"} - set(payload if isinstance(payload, dict) else ())
+    if missing:
+        raise ValueError(f"{path} is not a lecture_utils checkpoint (missing {sorted(missing)})")
+    return payload
+
+
+# >>> lesson code from notebooks/08_training_loop.py: edit it there, then `make export`
+def save_checkpoint(path, model, optimizer, step: int, *, generator=None, **extra) -> Path:
+    """Save model, optimizer, step, every RNG state and ``extra`` (plain data) atomically."""
+    path = Path(path)
+    payload = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": int(step),
+               "rng": rng_state(generator), "extra": extra}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        torch.save(payload, f)
+        f.flush()
+        os.fsync(f.fileno())  # the bytes are on disk before the rename
+    os.replace(tmp, path)  # atomic: a reader sees the old file or the new one, never half
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)  # and the rename itself survives a power cut
+    finally:
+        os.close(folder)
+    return path
+
+
+def load_checkpoint(path, model, optimizer, *, generator=None) -> int:
+    """Restore model, optimizer and every RNG state from ``path``; return the step."""
+    payload = read_checkpoint(path)  # torch.load(weights_only=True): tensors and plain data only
+    model.load_state_dict(payload["model"])
+    optimizer.load_state_dict(payload["optimizer"])
+    set_rng_state(payload["rng"], generator)
+    return payload["step"]
+# <<< lesson code from notebooks/08_training_loop.py

@@ -1,0 +1,65 @@
+"""The command line, generated from ``TrainConfig``: one ``--flag`` per field, plus where to write.
+
+    python -m lecture_utils.train --config tiny --steps 200 --out runs/tiny [--ckpt-every 50] [--resume]
+    torchrun --nproc_per_node=2 -m lecture_utils.train --config tiny --steps 200 --out runs/ddp [--zero1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import typing
+from pathlib import Path
+
+import torch.distributed as dist
+
+from lecture_utils.train.checkpoint import CHECKPOINT
+from lecture_utils.train.config import TrainConfig
+from lecture_utils.train.loop import Trainer
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2 (argparse would print the usage too)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m lecture_utils.train",
+                description="Train the lecture's GPT (§8): seeds, warm-up + cosine LR, clipping, "
+                            "accumulation, autocast, validation, atomic checkpoints, OOM recovery.")
+    p.add_argument("--out", type=Path, required=True, help="folder for checkpoint.pt and log.jsonl")
+    p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    p.add_argument("--no-progress", action="store_true", help="no tqdm bar")
+    hints = typing.get_type_hints(TrainConfig)
+    for f in dataclasses.fields(TrainConfig):
+        flag, kind, help_ = "--" + f.name.replace("_", "-"), hints[f.name], f.metadata["help"]
+        if kind is bool:
+            p.add_argument(flag, action="store_true", help=help_)
+            continue
+        base = next(t for t in typing.get_args(kind) or (kind,) if t is not type(None))  # int | None -> int
+        if f.default is not None and not f.metadata.get("required"):
+            help_ += f" (default: {f.default})"
+        p.add_argument(flag, type=base, default=f.default, required=f.metadata.get("required", False),
+                       help=help_)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)})
+        trainer = Trainer(cfg, args.out, resume=args.resume, progress=not args.no_progress)
+    except (ValueError, TypeError) as err:
+        parser.error(str(err))
+    except FileNotFoundError as err:
+        parser.error(f"{err} (nothing to resume)" if args.resume else str(err))
+    records = trainer.run()
+    if records:
+        last = records[-1]
+        trainer.say(f"step {last['step']}: loss {last['loss']:.4f}"
+                    + (f", val {last['val_loss']:.4f}" if "val_loss" in last else "")
+                    + f"; checkpoint {args.out / CHECKPOINT}")
+    if trainer.distributed:
+        dist.destroy_process_group()
+    return 0

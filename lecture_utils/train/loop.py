@@ -1,0 +1,334 @@
+"""The training loop (§8): the lesson's pieces, and the ``Trainer`` that runs them in production.
+
+``cosine_lr``, ``clip_grad_norm``, ``evaluate`` and ``train_step`` are lesson code from
+notebook 08 (exported below). ``Trainer`` is machinery built from them: DDP and ZeRO-1,
+autocast, recovery from CUDA out-of-memory, ``torch.compile``, MFU, logging and
+checkpoints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from lecture_utils.data import data_dir, load_tokens, sample_windows
+from lecture_utils.device import get_device, seed_all
+from lecture_utils.dtypes import lookup
+from lecture_utils.flops import transformer_flops
+from lecture_utils.models import GPT, GPTConfig, get_config
+from lecture_utils.nn import cross_entropy
+from lecture_utils.optim import AdamW
+from lecture_utils.train.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
+from lecture_utils.train.config import TrainConfig
+
+LOG = "log.jsonl"
+
+
+# >>> lesson code from notebooks/08_training_loop.py: edit it there, then `make export`
+def cosine_lr(step: int, max_lr: float, min_lr: float, warmup_steps: int, total_steps: int) -> float:
+    """Linear warm-up from 0 to max_lr over warmup_steps, cosine decay to min_lr at
+    total_steps, min_lr after. (TrainConfig checks the arguments.)"""
+    if step < warmup_steps:
+        return max_lr * step / warmup_steps
+    if step >= total_steps:
+        return min_lr
+    progress = (step - warmup_steps) / (total_steps - warmup_steps)  # 0 -> 1 over the decay
+    return min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (max_lr - min_lr)
+
+
+def clip_grad_norm(parameters, max_norm: float) -> torch.Tensor:
+    """Scale all gradients in place so their global L2 norm is at most max_norm; return the
+    norm before clipping. Parameters without a gradient are skipped."""
+    assert max_norm > 0, "max_norm <= 0 would zero or flip every gradient"
+    if isinstance(parameters, torch.Tensor):
+        parameters = [parameters]
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads]))
+    coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)  # shrink, never grow
+    for g in grads:
+        g.mul_(coef.to(g.device, g.dtype))
+    return total
+
+
+def evaluate(model, batches) -> float:
+    """Mean loss over (x, y) batches, in eval mode and without building a graph."""
+    model.eval()
+    with torch.no_grad():
+        losses = [cross_entropy(model(x), y).item() for x, y in batches]
+    model.train()
+    return sum(losses) / len(losses)
+
+
+def train_step(model, optimizer, batches, lr: float, clip: float, scaler=None) -> tuple[float, float]:
+    """One optimizer step over the micro-batches ``batches`` (a list of (x, y)).
+    Returns (mean loss, gradient norm before clipping)."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    optimizer.zero_grad(set_to_none=True)
+    total = 0.0
+    for x, y in batches:
+        loss = cross_entropy(model(x), y) / len(batches)
+        (scaler.scale(loss) if scaler else loss).backward()  # gradients add up over the micro-batches
+        total += loss.item()
+    if scaler:
+        scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
+    norm = clip_grad_norm(model.parameters(), clip)
+    if scaler:
+        scaler.step(optimizer)  # skipped if a gradient overflowed to inf
+        scaler.update()
+    else:
+        optimizer.step()
+    return total, norm.item()
+# <<< lesson code from notebooks/08_training_loop.py
+
+
+# --- the machinery ------------------------------------------------------------------
+
+
+class _Autocast(torch.nn.Module):
+    """Runs the model's forward under ``torch.autocast`` (the backward follows its dtypes)."""
+
+    def __init__(self, model: torch.nn.Module, device_type: str, precision: str):
+        super().__init__()
+        self.model, self.device_type = model, device_type
+        self.dtype = lookup(precision).dtype
+
+    def forward(self, x):
+        with torch.autocast(device_type=self.device_type, dtype=self.dtype):
+            return self.model(x)
+
+
+class _MicroBatches:
+    """One step's micro-batches, drawn as the loop asks for them. Under DDP every one but the
+    last runs inside ``no_sync()``: gradients are all-reduced once per step, not per micro-batch."""
+
+    def __init__(self, trainer: Trainer):
+        self.trainer = trainer
+
+    def __len__(self) -> int:
+        return self.trainer.accum
+
+    def __iter__(self):
+        t = self.trainer
+        for i in range(t.accum):
+            local = t.distributed and i < t.accum - 1
+            with t.model.no_sync() if local else contextlib.nullcontext():
+                yield t._micro_batch()
+
+
+class Trainer:
+    """One training run: model, optimizer, data, and the loop. ``run()`` does the steps."""
+
+    def __init__(self, cfg: TrainConfig, out: str | Path, *, resume: bool = False, progress: bool = True,
+                 model_overrides: dict | None = None, train_data=None, val_data=None, echo=print):
+        cfg.validate()
+        self.cfg, self.out, self.progress, self.echo = cfg, Path(out), progress, echo
+        self.distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+        if cfg.zero1 and not self.distributed:
+            raise ValueError("--zero1 shards optimizer state across processes: launch with torchrun")
+        device = get_device(cfg.device)  # None: $LECTURE_DEVICE, else cuda, mps, cpu
+        if self.distributed and device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+        if self.distributed and not dist.is_initialized():
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        self.rank = dist.get_rank() if self.distributed else 0
+        self.world = dist.get_world_size() if self.distributed else 1
+        self.device = device
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        self.precision = cfg.precision or ("bf16" if device.type == "cuda" else "fp32")
+
+        seed_all(cfg.seed, cfg.deterministic)
+        self.model_cfg: GPTConfig = get_config(cfg.config, **(model_overrides or {}))
+        self.seq_len = cfg.seq_len or self.model_cfg.seq_len
+        if self.seq_len > self.model_cfg.seq_len:
+            raise ValueError(f"seq_len {self.seq_len} > the {cfg.config} model's {self.model_cfg.seq_len}")
+        self.micro = cfg.batch_size // cfg.accum  # sequences per micro-step, summed over processes
+        if self.micro % self.world:
+            raise ValueError(f"micro-batch {self.micro} is not divisible by {self.world} processes")
+        self.accum = cfg.accum
+        tokens = data_dir() / "tokens"  # read now, so that a LECTURE_DATA set after import counts
+        self.train_data = train_data if train_data is not None else load_tokens(tokens / "train.bin")
+        self.val_data = val_data if val_data is not None else load_tokens(tokens / "val.bin")
+
+        model = GPT(self.model_cfg).to(device)
+        self.raw_model = model
+        if self.distributed:
+            ids = [device.index] if device.type == "cuda" else None
+            model = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
+        self.model = torch.compile(model) if cfg.compile else model
+        # what train_step and evaluate call: the model, under autocast unless fp32
+        self.step_model = self.model if self.precision == "fp32" else _Autocast(self.model, device.type,
+                                                                              self.precision)
+        self.optimizer_name = cfg.optimizer or ("fused" if device.type == "cuda" else "lecture")
+        if self.optimizer_name == "fused" and device.type != "cuda":
+            raise ValueError("the fused AdamW runs on CUDA only; use --optimizer lecture")
+        kw = {"lr": cfg.lr, "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": cfg.weight_decay}
+        opt_cls = AdamW if self.optimizer_name == "lecture" else torch.optim.AdamW
+        if self.optimizer_name == "fused":
+            kw["fused"] = True
+        if cfg.zero1:
+            from torch.distributed.optim import ZeroRedundancyOptimizer
+
+            self.optimizer = ZeroRedundancyOptimizer(self.raw_model.parameters(), optimizer_class=opt_cls, **kw)
+        else:
+            self.optimizer = opt_cls(self.raw_model.parameters(), **kw)
+        self.scaler = torch.amp.GradScaler(device.type) if self.precision == "fp16" else None
+        self.generator = torch.Generator().manual_seed(cfg.seed + 1)  # data order, checkpointed
+        self.step = 0
+        self.flops_per_step = 3 * transformer_flops(**self.model_cfg.flops_kwargs(self.seq_len)) * cfg.batch_size
+        self.peak = None
+        if resume:
+            self.step = load_checkpoint(self.out / CHECKPOINT, self.raw_model, self.optimizer,
+                                        generator=self.generator)
+            if self.step > cfg.steps:
+                raise ValueError(f"checkpoint is at step {self.step}, beyond --steps {cfg.steps}")
+            self._truncate_log()
+        elif self.rank == 0:
+            self.out.mkdir(parents=True, exist_ok=True)
+            (self.out / LOG).write_text("")
+
+    # -- helpers
+
+    def say(self, message: str) -> None:
+        if self.rank == 0:
+            self.echo(message)
+
+    def _truncate_log(self) -> None:
+        """Drop log lines past the checkpoint: those steps are about to be redone."""
+        if self.rank != 0 or not (self.out / LOG).exists():
+            return
+        kept = [ln for ln in (self.out / LOG).read_text().splitlines()
+                if ln.strip() and json.loads(ln)["step"] <= self.step]
+        (self.out / LOG).write_text("".join(ln + "\n" for ln in kept))
+
+    def _mean(self, value: float) -> float:
+        if not self.distributed:
+            return value
+        t = torch.tensor([value], dtype=torch.float64, device=self.device if self.device.type == "cuda" else "cpu")
+        dist.all_reduce(t)
+        return t.item() / self.world
+
+    def _micro_batch(self):
+        """The next micro-batch of the *global* batch; each process keeps its own rows."""
+        windows = sample_windows(self.train_data, self.micro, self.seq_len, self.generator)
+        per_rank = self.micro // self.world
+        windows = windows[self.rank * per_rank:(self.rank + 1) * per_rank]
+        windows = windows.pin_memory().to(self.device, non_blocking=True) if self.device.type == "cuda" \
+            else windows
+        return windows[:, :-1], windows[:, 1:]
+
+    def _val_batches(self):
+        """The same validation windows every time (their own fixed generator)."""
+        generator = torch.Generator().manual_seed(10_000 + self.cfg.seed)
+        for _ in range(self.cfg.val_batches):
+            windows = sample_windows(self.val_data, self.cfg.batch_size // self.cfg.accum, self.seq_len,
+                                     generator).to(self.device)
+            yield windows[:, :-1], windows[:, 1:]
+
+    def _step_with_oom_recovery(self, lr: float) -> tuple[float, float]:
+        state = self.generator.get_state()
+        while True:
+            try:
+                loss, norm = train_step(self.step_model, self.optimizer, _MicroBatches(self), lr, self.cfg.clip,
+                                        self.scaler)
+                return self._mean(loss), norm
+            except torch.cuda.OutOfMemoryError:
+                if self.micro // self.world <= 1:
+                    raise
+                self.optimizer.zero_grad(set_to_none=True)
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+                self.generator.set_state(state)  # redo the same global batch
+                self.micro //= 2
+                self.accum *= 2
+                self.say(f"out of memory at step {self.step + 1}: micro-batch halved to {self.micro} "
+                         f"sequences, accumulating {self.accum} (effective batch unchanged)")
+
+    def _peak_flops(self) -> float:
+        if self.peak is None:
+            from lecture_utils.bench import peak_flops
+
+            self.peak = peak_flops(self.device, self.precision, n=1024 if self.device.type == "cpu" else 8192,
+                                   min_run_time=0.05).flops_per_s
+        return self.peak
+
+    def run(self) -> list[dict]:
+        """Train from ``self.step`` to ``cfg.steps``; return the log records of this call."""
+        cfg, records = self.cfg, []
+        self.say(f"training {cfg.config} ({sum(p.numel() for p in self.raw_model.parameters()):,} params) "
+                 f"on {self.device} x{self.world}, {self.precision}, optimizer: "
+                 + ("lecture_utils.optim.AdamW" if self.optimizer_name == "lecture" else "torch.optim.AdamW(fused=True)")
+                 + (" sharded by ZeroRedundancyOptimizer" if cfg.zero1 else "")
+                 + (f", resumed at step {self.step}" if self.step else ""))
+        peak = self._peak_flops()
+        bar = None
+        if self.progress and self.rank == 0:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=cfg.steps, initial=self.step, desc="train", unit="step")
+        while self.step < cfg.steps:
+            lr = cosine_lr(self.step, cfg.lr, cfg.min_lr, cfg.warmup, cfg.steps)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            loss, norm = self._step_with_oom_recovery(lr)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize()
+            seconds = time.perf_counter() - start
+            self.step += 1
+            record = {"step": self.step, "loss": loss, "lr": lr, "grad_norm": norm,
+                      "tokens_per_s": cfg.batch_size * self.seq_len / seconds,
+                      "mfu": self.flops_per_step / seconds / (peak * self.world)}
+            if cfg.val_every and (self.step % cfg.val_every == 0 or self.step == cfg.steps):
+                record["val_loss"] = self._mean(evaluate(self.step_model, self._val_batches()))
+            records.append(record)
+            if self.rank == 0:
+                with open(self.out / LOG, "a") as f:
+                    f.write(json.dumps(record) + "\n")
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}")
+            if (cfg.ckpt_every and self.step % cfg.ckpt_every == 0) or self.step == cfg.steps:
+                self.save()
+        if bar is not None:
+            bar.close()
+        self._write_summary(records)
+        return records
+
+    def _write_summary(self, records: list[dict]) -> None:
+        """``summary.json``: where the run ended and each process's optimizer-state bytes."""
+        from lecture_utils.optim import state_bytes
+
+        local = state_bytes(self.optimizer.optim if self.cfg.zero1 else self.optimizer)
+        per_rank = [local]
+        if self.distributed:
+            per_rank = [None] * self.world
+            dist.all_gather_object(per_rank, local)
+        if self.rank == 0:
+            summary = {"step": self.step, "world_size": self.world, "zero1": self.cfg.zero1,
+                       "optimizer_state_bytes_per_rank": per_rank,
+                       "params": sum(p.numel() for p in self.raw_model.parameters()),
+                       "final_loss": records[-1]["loss"] if records else None}
+            (self.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+    def save(self) -> None:
+        """Rank 0 writes the checkpoint (ZeRO-1 first gathers the optimizer's shards there)."""
+        if self.cfg.zero1:
+            self.optimizer.consolidate_state_dict(to=0)
+        if self.rank == 0:
+            save_checkpoint(self.out / CHECKPOINT, self.raw_model, self.optimizer, self.step,
+                            generator=self.generator, config=dataclasses.asdict(self.model_cfg),
+                            train=dataclasses.asdict(self.cfg))
+        if self.distributed:
+            dist.barrier()
