@@ -90,15 +90,10 @@ def training_flops(n_params, n_tokens) -> TrainingFlops:
     return TrainingFlops(forward=2 * n_params * n_tokens, backward=4 * n_params * n_tokens)
 
 
-# %% [markdown]
-# Integers keep the arithmetic exact:
-
 # %%
-N, D = 70_000_000_000, 15_000_000_000_000
+N, D = 70_000_000_000, 15_000_000_000_000  # integers keep the arithmetic exact
 C = training_flops(N, D)
-print(f"forward  2ND = {C.forward:.3g} FLOPs")
-print(f"backward 4ND = {C.backward:.3g} FLOPs")
-print(f"total    6ND = {C.total:.3g} FLOPs")
+print(f"forward 2ND = {C.forward:.3g}, backward 4ND = {C.backward:.3g}, total 6ND = {C.total:.3g} FLOPs")
 check("6ND for 70B params x 15T tokens", C.total, 6_300_000_000_000_000_000_000_000)
 check("backward = 2 x forward", C.backward, 2 * C.forward)
 
@@ -168,13 +163,11 @@ check("the honest estimate / the dream", days_half / days_paper, 4.0, rel=1e-12)
 # y = torch.sin(x) + x * x
 # ```
 #
-# **FLOPs.** Per element there is one `sin`, one multiply and one add. We count that as
-# **3 FLOPs per element**, which is a convention, not a fact: `sin` is really a polynomial
-# evaluation of a dozen or more instructions, but FLOP counts in the literature count each
-# elementwise op as one (or as zero). `torch.utils.flop_counter.FlopCounterMode`, the
-# counter behind `count_flops`, takes the second choice: it has formulas only for
-# matmuls, convolutions and attention, so elementwise work counts as **0**. `count_flops`
-# flags matmul-like ops that run without a formula, but elementwise ops are not
+# **FLOPs.** Per element there is one `sin`, one multiply and one add: **3 FLOPs per
+# element** by convention (a `sin` is really a dozen or more instructions, but the literature
+# counts each elementwise op as one, or as zero). `FlopCounterMode`, the counter behind
+# `count_flops`, counts zero: it has formulas only for matmuls, convolutions and attention.
+# `count_flops` flags matmul-like ops that ran without a formula; elementwise ops are not
 # matmul-like, so nothing is flagged either:
 
 # %%
@@ -186,8 +179,6 @@ x_small = torch.randn(1000)
 ew = count_flops(sin_plus_square, x_small, backward=False)
 check("FlopCounterMode: sin(x) + x*x costs", ew.forward, 0)
 check("...and nothing is flagged as uncounted", ew.uncounted_ops, ())
-mm = count_flops(torch.matmul, torch.randn(10, 20), torch.randn(20, 30), backward=False)
-check("FlopCounterMode: a (10x20) @ (20x30) matmul costs 2*10*20*30", mm.forward, 12_000)
 
 FLOPS_PER_ELEMENT = 3  # our convention: sin, mul and add count one FLOP each
 
@@ -358,18 +349,15 @@ plt.show()
 # %% [markdown]
 # How to read it:
 #
-# * The elementwise points all sit at the same intensity, 3/28 FLOP/byte, far left of the
-#   ridge. Their ceiling is the slanted roof: they are **memory-bound**, and at best reach
-#   a small fraction of the peak. On a GPU, larger tensors get closer to the slanted roof
+# * The elementwise points all sit at 3/28 FLOP/byte, far left of the ridge: they are
+#   **memory-bound**, capped by the slanted roof. On a GPU, larger tensors get closer to it
 #   as the fixed cost of launching three kernels is amortised.
-# * On a CPU, the small elementwise tensors can land *above* the roof: they fit in cache,
-#   and cache bandwidth is several times the memory bandwidth the roof was measured with.
-#   A point far *below* the roof says something else: the op is doing more work than our
-#   3-FLOP convention admits (a CPU `sin` costs many instructions).
+# * On a CPU, small tensors can land *above* the roof (they fit in cache, which is faster
+#   than the memory the roof was measured on), and a point far *below* it does more work than
+#   our 3-FLOP convention admits (a CPU `sin` costs many instructions).
 # * The matmul points move right as $n$ grows (intensity $n/6$) and climb towards the flat
-#   roof. This is the notes' point that matmuls dominate the FLOPs: but a dominant share of
-#   FLOPs is not a dominant share of *time*. A model's elementwise ops, norms and softmax
-#   do few FLOPs yet each pays full memory traffic.
+#   roof. Matmuls dominate the FLOPs, but not necessarily the *time*: elementwise ops, norms
+#   and softmax do few FLOPs yet each pays full memory traffic.
 
 # %% [markdown]
 # ## §3.3 A first-order estimate of training FLOPs: 6ND
@@ -528,12 +516,9 @@ check("70B-shaped at T = 32768: ratio", float(ratios["70B-shaped"][8]), 1.6640, 
 fig, ax = plt.subplots(figsize=(7.0, 3.5))
 for label, r in ratios.items():
     ax.plot(SEQ_LENS, [float(v) for v in r], "o-", label=label)
-ax.axhline(1, color="0.5", lw=1)
-ax.axhline(2, color="0.5", lw=1, ls=":")
-ax.text(SEQ_LENS[0], 2.03, "attention == weights", fontsize=8, color="0.4", va="bottom")
+ax.axhline(2, color="0.5", lw=1, ls=":", label="attention == weights")
 ax.set_xscale("log", base=2)
-ax.set_xlabel("sequence length T")
-ax.set_ylabel("exact forward FLOPs / 2NT")
+ax.set(xlabel="sequence length T", ylabel="exact forward FLOPs / 2NT")
 ax.set_title("exact / 2NT = 1 + 2LTd/N: linear in T (the x axis is log)", loc="left")
 ax.legend(frameon=False)
 fig.tight_layout()
@@ -599,16 +584,11 @@ check("H100: BF16 / FP32", h100.peak("bf16") / h100.peak("fp32"), 14.77, rel=1e-
 # $$\text{MFU} = \frac{\text{achieved useful FLOP/s}}{\text{peak FLOP/s}}$$
 #
 # The peak must be the dense peak *for the dtype that ran*. `peak_flops(device, dtype)`
-# returns the spec sheet's figure on a known GPU. On a CPU there is no spec sheet, so it
-# **measures** the best of a 1024³ and a 512³ matmul in that dtype and labels the result as
-# measured. CPU MFU in
-# this cell is therefore "how close this size gets to the best matmul we measured", not a
-# fraction of a vendor's number. A measured peak is itself noisy, so when a timing beats it
-# we take the larger of the two as the peak.
-#
-# Each dtype is timed at two sizes, because the notes also say that small shapes lower MFU:
-# a small matmul cannot keep every core (or every tensor core) busy, and fixed overheads
-# weigh more. On a GPU this cell adds TF32, the fp32 tensor-core mode.
+# returns the spec sheet's figure on a known GPU; on a CPU it **measures** the best of a
+# 1024³ and a 512³ matmul in that dtype (labelled as measured, and raised to any timing that
+# beats it), so CPU MFU means "how close this size gets to our best matmul". Each dtype is
+# timed at two sizes, because small shapes lower MFU (idle cores, fixed overheads weigh
+# more). On a GPU this cell adds TF32, the fp32 tensor-core mode.
 
 # %%
 MFU_SIZES = (1024, 4096) if ON_GPU else (128, 512)
@@ -679,7 +659,9 @@ training_time_calculator()
 
 # %% [markdown]
 # The static version: 70B parameters, 15T tokens, 1024 GPUs of each generation, at four
-# MFUs. Every entry uses the dense bf16 peak.
+# MFUs, against the dense bf16 peak. The H200 row equals the H100 row: the same chip with
+# more and faster memory, which a FLOP count cannot see (bandwidth only shows in the time of
+# memory-bound work, like the elementwise op of §3.1).
 
 # %%
 GPUS = [("A100", 1024), ("H100", 1024), ("H200", 1024), ("B200", 1024)]
@@ -694,11 +676,6 @@ check("H100 row == training_days for every MFU (144 and 72 days at 0.5 and 1)", 
 check("H200 == H100: same compute, more memory", rows["H200"], rows["H100 SXM"])
 check("A100 / H100 days == H100 / A100 peak", rows["A100 SXM 80GB"][0.5] / rows["H100 SXM"][0.5],
       989.5 / 312, rel=1e-12)
-
-# %% [markdown]
-# The H200 row equals the H100 row: it is the same chip with more and faster memory, which
-# a FLOP count cannot see. Memory bandwidth only shows up in the time of memory-bound work,
-# like the elementwise op of §3.1.
 
 # %% [markdown]
 # ## Exercises (from the self-test)
