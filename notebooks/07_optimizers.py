@@ -343,7 +343,7 @@ check("AdamW's path stays within 0.3 of Adam's", gap < 0.3, True)
 # direction from the flat one. And a 2-D quadratic has no noise, where momentum and the
 # moving averages earn most of their keep in real training. AdamW's decay,
 # $\eta\lambda = 0.002$ per step, pulls towards the origin, here also the minimum, so its
-# path stays close to Adam's; where decoupling matters is shown two sections down.
+# path stays close to Adam's; where decoupling matters is shown under Adam + L2 below.
 #
 # ### AdaGrad's step size dies; RMSProp's does not
 #
