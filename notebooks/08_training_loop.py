@@ -12,35 +12,20 @@
 #     name: pytorch-resource-accounting
 # ---
 
-# %%
-
 # %% [markdown]
 # # 08 · The training loop: six lines, and what production adds to them
 #
-# Every earlier notebook built one piece: tensors, dtypes, FLOPs, autograd, parameters,
-# data loading, optimizers. This one puts them together. It covers §8 and §8.1–§8.3 of the
-# lecture notes, the memory table of §1.2, and self-test questions Q2 and Q4:
+# The earlier notebooks built the pieces; this one puts them together (§8, §8.1–§8.3, the
+# memory table of §1.2, self-test Q2 and Q4): the loss and the notes' six-line loop on the
+# course's tiny GPT; each production piece written here and shown doing its job (LR
+# schedule, gradient clipping, validation, the full step); randomness (§8.1); a bit-exact
+# resume from a checkpoint (§8.2); mixed precision and its 16 bytes per parameter (§8.3,
+# §1.2); and `lecture_utils.train.Trainer`, built from these functions, with its MFU.
 #
-# 1. **§8**: the loss, the notes' six-line loop run for real on the course's tiny GPT,
-#    then each production piece written here and shown doing its job: an LR schedule
-#    (warm-up + cosine), gradient clipping on a loss spike, a validation loss, and the
-#    step that puts them together.
-# 2. **§8.1**: randomness. Two runs with the same seed are bitwise identical; runs with
-#    different seeds are not.
-# 3. **§8.2**: checkpointing. A checkpoint is saved, everything in memory is thrown away,
-#    and the resumed run continues *bitwise* where the uninterrupted one went. The notes'
-#    checkpoint is shown to fall short.
-# 4. **§8.3 and §1.2**: mixed precision: what `torch.autocast` runs in bf16, why fp16
-#    needs loss scaling and bf16 does not, and the bytes per parameter (still 16).
-# 5. The packaged loop, `lecture_utils.train.Trainer`, built from this notebook's
-#    functions, and the MFU of its steps.
-#
-# The functions in cells that start with `# @save lecture_utils/...` are the lesson code:
-# edit and re-run them here; `make export` copies them into the package, which the
-# `Trainer` and later notebooks import. Every claim prints a `✓` line (an assertion);
-# lines starting with `[measured]` depend on the machine. All training here runs on the
-# CPU, so the recorded outputs are the same everywhere; GPU cells say so and are skipped
-# elsewhere.
+# Cells that start with `# @save lecture_utils/...` are lesson code: edit and re-run them;
+# `make export` copies them into the package, which the `Trainer` imports. A `✓` line is
+# an assertion; `[measured]` lines depend on the machine. Training runs on the CPU so the
+# recorded outputs are the same everywhere; GPU cells say so and are skipped elsewhere.
 
 # %%
 from lecture_utils import setup
@@ -115,7 +100,6 @@ with torch.no_grad():
     logits = model(x)
 loss_torch = F.cross_entropy(logits.view(-1, vocab_size), y.view(-1))
 loss_ours = cross_entropy(logits, y)
-check("x, y shapes", (tuple(x.shape), tuple(y.shape)), ((8, 64), (8, 64)))
 check("F.cross_entropy == cross_entropy", loss_ours, loss_torch, rel=1e-6)
 huge = torch.tensor([[1000.0, 0.0]])
 naive = -(huge.exp() / huge.exp().sum()).log()[0, 0].item()  # e^1000 = inf, inf / inf = nan
@@ -156,73 +140,11 @@ check("zero_grad(set_to_none=True) frees the gradients (None, not zeros)",
       all(p.grad is None for p in model.parameters()), True)
 
 # %% [markdown]
-# `zero_grad(set_to_none=True)` sets `.grad` to `None` instead of filling it with zeros:
-# one memory write fewer, and the next `backward()` *assigns* its gradient.
-#
-# The notes list what production training adds to these six lines: seeds
-# (reproducibility), checkpoints (fault tolerance), an LR schedule (warm-up + decay),
-# gradient clipping (against loss spikes), mixed precision (throughput), logging and
-# validation (observability), and OOM recovery. The rest of the notebook adds them one at
-# a time. (OOM recovery is in `Trainer`: on CUDA out-of-memory it halves the micro-batch
-# and accumulates twice as many, so the effective batch stays the same.)
-#
-# ## §8.1 Randomness
-#
-# Randomness hides in five places: parameter initialisation, dropout, batch sampling, data
-# order, and CUDA kernels whose reductions are not deterministic. Seeds control the first
-# four. `seed_everything(seed)` seeds python, numpy, torch and every CUDA device, the four
-# lines of the notes; the data sampler gets its own `torch.Generator`, so that its state
-# can be saved and restored on its own (§8.2). The test: train twice from seed 0 and once
-# from seed 1, ten steps each.
-
-# %%
-def fresh_run(seed):
-    """Model, optimizer and data generator, all from one seed: what a new process builds."""
-    seed_everything(seed)
-    model = GPT(tiny).to(CPU)
-    optimizer = AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1)
-    generator = torch.Generator().manual_seed(seed + 1)  # the data order
-    return model, optimizer, generator
-
-
-def short_run(seed, steps=10):
-    model, optimizer, generator = fresh_run(seed)
-    losses = []
-    for _ in range(steps):
-        x, y = get_batch(train_data, batch_size, seq_len, CPU, generator=generator)
-        loss = cross_entropy(model(x), y)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return losses, model.state_dict()
-
-
-losses_a, weights_a = short_run(seed=0)
-losses_b, weights_b = short_run(seed=0)
-losses_c, weights_c = short_run(seed=1)
-
-check("seed 0 twice: the 10 losses are bitwise equal", losses_a == losses_b, True)
-check("seed 0 twice: every weight is bitwise equal",
-      all(torch.equal(weights_a[k], weights_b[k]) for k in weights_a), True)
-check("seed 0 vs seed 1: all 10 losses differ", all(a != c for a, c in zip(losses_a, losses_c, strict=True)), True)
-check("seed 0 vs seed 1: every weight tensor differs",
-      not any(torch.equal(weights_a[k], weights_c[k]) for k in weights_a), True)
-check("both seeds learn (loss fell by > 0.5)", min(losses_a[0] - losses_a[-1], losses_c[0] - losses_c[-1]) > 0.5,
-      True)
-# "bitwise" holds on one machine with one thread count: float addition is not associative
-check("(0.1 + 0.2) + 0.3", (0.1 + 0.2) + 0.3, 0.6000000000000001)
-check("0.1 + (0.2 + 0.3)", 0.1 + (0.2 + 0.3), 0.6)
-
-# %% [markdown]
-# A reduction that adds the same numbers in another order (another thread count, another
-# GPU kernel, atomics that finish in a different order) changes the last bits. On a GPU,
-# kernels that accumulate with `atomicAdd` (the backward of an embedding lookup,
-# `index_add_`) are non-deterministic for exactly this reason.
-# `seed_everything(seed, deterministic=True)` calls `torch.use_deterministic_algorithms(True)`,
-# which makes torch pick deterministic kernels or raise where none exists, at some cost in
-# speed. On the CPU the kernels here are deterministic already, which is why the checks
-# above, and the bit-exact resume of §8.2, hold.
+# (`set_to_none=True`: one memory write fewer, and the next `backward()` *assigns*.) The
+# notes list what production adds to these six lines: seeds, checkpoints, an LR schedule,
+# gradient clipping, mixed precision, logging and validation, and OOM recovery (in
+# `Trainer`: on CUDA out-of-memory it halves the micro-batch and accumulates twice as
+# many, so the effective batch stays the same). One at a time:
 #
 # ## §8 (continued) Learning-rate schedule: warm-up, then cosine decay
 #
@@ -272,11 +194,10 @@ check("never increases after warm-up", all(a >= b for a, b in zip(lrs[20:], lrs[
 # %% [markdown]
 # ## §8 (continued) Gradient clipping: what a loss spike does to an update
 #
-# Now and then a batch produces a gradient far larger than usual (a loss spike). One huge
-# update can undo hours of training. Clipping computes the global L2 norm of all
-# gradients and, if it exceeds `max_norm`, scales every gradient by `max_norm / norm`:
-# the direction is kept, the length is bounded. (tests/test_train.py checks it against
-# `torch.nn.utils.clip_grad_norm_`, norm and gradients.)
+# Now and then a batch produces a gradient far larger than usual (a loss spike), and one
+# huge update can undo hours of training. Clipping scales every gradient by
+# `max_norm / norm` when their global L2 norm exceeds `max_norm`: the direction is kept,
+# the length bounded. (tests/test_train.py checks it against `torch.nn.utils.clip_grad_norm_`.)
 
 # %%
 # @save lecture_utils/train/loop.py
@@ -310,6 +231,11 @@ def grads_for(model, x, y, scale=1.0):
     (cross_entropy(model(x), y) * scale).backward()
 
 
+def norm_of(tensors):
+    """The global L2 norm of a list of tensors."""
+    return torch.linalg.vector_norm(torch.stack([t.norm() for t in tensors])).item()
+
+
 def step_change(model, optimizer, clip):
     """Apply one spiked step to copies; return (parameter change, sqrt of Adam's v after)."""
     model, optimizer = copy.deepcopy((model, optimizer))  # one deepcopy keeps them linked
@@ -318,28 +244,20 @@ def step_change(model, optimizer, clip):
     if clip:
         clip_grad_norm(model.parameters(), max_norm=1.0)
     optimizer.step()
-    change = torch.linalg.vector_norm(torch.stack([(p - b).norm() for p, b in zip(model.parameters(), before,
-                                                                                  strict=True)])).item()
-    v_norm = torch.linalg.vector_norm(torch.stack([optimizer.state[p]["exp_avg_sq"].norm()
-                                                   for p in model.parameters()])).sqrt().item()
-    return change, v_norm
+    change = norm_of([p - b for p, b in zip(model.parameters(), before, strict=True)])
+    return change, math.sqrt(norm_of([optimizer.state[p]["exp_avg_sq"] for p in model.parameters()]))
 
 
 x, y = get_batch(train_data, batch_size, seq_len, CPU, generator=torch.Generator().manual_seed(7))
 params = list(model.parameters())
 grads_for(model, x, y)
-normal_norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params])).item()
+normal_norm = norm_of([p.grad for p in params])
 grads_for(model, x, y, scale=1000.0)
 spike_norm = clip_grad_norm(params, max_norm=1.0).item()  # returns the norm *before* clipping
-clipped_norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params])).item()
+clipped_norm = norm_of([p.grad for p in params])
 print(f"gradient norm: normal batch ≈ {normal_norm:.1f}, spike ≈ {spike_norm:.0f}, after clipping {clipped_norm:.4f}")
 check("the spike's gradient is 1000x the normal one", round(spike_norm / normal_norm, 1), 1000.0)
-check("after clipping the global norm is max_norm", round(clipped_norm, 4), 1.0)
-
-sgd_lr = 1e-2  # SGD keeps no state: its step is lr * g, so its length is lr * ||g||
-check("SGD step without clipping: lr * ||g_spike|| = 1000 x a normal step",
-      round(sgd_lr * spike_norm / (sgd_lr * normal_norm)), 1000)
-check("SGD step with clipping: lr * max_norm", round(sgd_lr * clipped_norm, 6), sgd_lr * 1.0)
+check("after clipping the global norm is max_norm (an SGD step: lr * max_norm)", round(clipped_norm, 4), 1.0)
 adam_free, v_free = step_change(model, optimizer, clip=False)
 adam_clip, v_clip = step_change(model, optimizer, clip=True)
 print(f"AdamW, one spiked step: parameter change {adam_free:.2g} unclipped vs {adam_clip:.2g} clipped; "
@@ -412,17 +330,63 @@ def train_step(model, optimizer, batches, lr: float, clip: float, scaler=None) -
     return total, norm.item()
 
 # %% [markdown]
+# ## §8.1 Randomness
+#
+# Randomness hides in parameter initialisation, dropout, batch sampling, data order, and
+# CUDA kernels whose reductions are not deterministic. Seeds control the first four:
+# `seed_everything(seed)` seeds python, numpy, torch and every CUDA device; the data
+# sampler gets its own `torch.Generator`, whose state a checkpoint saves (§8.2). Train
+# twice from seed 0 and once from seed 1, ten steps each:
+
+# %%
+def fresh_run(seed):
+    """Model, optimizer and data generator, all from one seed: what a new process builds."""
+    seed_everything(seed)
+    model = GPT(tiny).to(CPU)
+    optimizer = AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1)
+    generator = torch.Generator().manual_seed(seed + 1)  # the data order
+    return model, optimizer, generator
+
+
+def short_run(seed, steps=10):
+    model, optimizer, generator = fresh_run(seed)
+    losses = [train_step(model, optimizer, [get_batch(train_data, batch_size, seq_len, CPU, generator=generator)],
+                         lr=3e-3, clip=1.0)[0] for _ in range(steps)]
+    return losses, model.state_dict()
+
+
+losses_a, weights_a = short_run(seed=0)
+losses_b, weights_b = short_run(seed=0)
+losses_c, weights_c = short_run(seed=1)
+
+check("seed 0 twice: the 10 losses are bitwise equal", losses_a == losses_b, True)
+check("seed 0 twice: every weight is bitwise equal",
+      all(torch.equal(weights_a[k], weights_b[k]) for k in weights_a), True)
+check("seed 0 vs seed 1: all 10 losses differ", all(a != c for a, c in zip(losses_a, losses_c, strict=True)), True)
+check("seed 0 vs seed 1: every weight tensor differs",
+      not any(torch.equal(weights_a[k], weights_c[k]) for k in weights_a), True)
+check("both seeds learn (loss fell by > 0.5)", min(losses_a[0] - losses_a[-1], losses_c[0] - losses_c[-1]) > 0.5,
+      True)
+# "bitwise" holds on one machine with one thread count: float addition is not associative
+check("(0.1 + 0.2) + 0.3", (0.1 + 0.2) + 0.3, 0.6000000000000001)
+check("0.1 + (0.2 + 0.3)", 0.1 + (0.2 + 0.3), 0.6)
+
+# %% [markdown]
+# So another thread count, or a GPU kernel that accumulates with `atomicAdd` (the backward
+# of an embedding lookup, `index_add_`), changes the last bits.
+# `seed_everything(seed, deterministic=True)` calls `torch.use_deterministic_algorithms(True)`:
+# torch picks deterministic kernels or raises where none exists, at some cost in speed. On
+# the CPU the kernels here are deterministic already.
+#
 # ## §8.2 Checkpointing
 #
-# Long runs crash: hardware fails, jobs are pre-empted, memory runs out. A checkpoint must
-# hold everything the next step depends on: the weights, **the optimizer state** (Adam's
-# $m$ and $v$), the step, and **every RNG state** (python, numpy, torch, CUDA and the data
-# sampler's, from `rng_state`). Without the optimizer state the moments restart from
-# zero; without the RNG states the data order changes; either way the loss curve shows a
-# seam. Two more details: the file is written to a temporary name, flushed to disk and
-# then renamed over the old one, so a crash *during* the save leaves the old checkpoint
-# intact; and it is read with `torch.load(weights_only=True)` (inside `read_checkpoint`,
-# which also turns a bad file into one clear error), which never executes pickled code.
+# Long runs crash. A checkpoint must hold everything the next step depends on: the
+# weights, **the optimizer state** (Adam's $m$ and $v$), the step, and **every RNG state**
+# (python, numpy, torch, CUDA and the data sampler's: `rng_state`); without them the loss
+# curve shows a seam. The file is written to a temporary name, flushed to disk and renamed
+# over the old one, so a crash *during* the save leaves the old checkpoint intact; it is
+# read with `torch.load(weights_only=True)` (in `read_checkpoint`, which also turns a bad
+# file into one clear error), which never executes pickled code.
 
 # %%
 # @save lecture_utils/train/checkpoint.py
@@ -439,10 +403,8 @@ def save_checkpoint(path, model, optimizer, step: int, *, generator=None, **extr
         os.fsync(f.fileno())  # the bytes are on disk before the rename
     os.replace(tmp, path)  # atomic: a reader sees the old file or the new one, never half
     folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)  # and the rename itself survives a power cut
-    finally:
-        os.close(folder)
+    os.fsync(folder)  # and the rename itself survives a power cut
+    os.close(folder)
     return path
 
 
@@ -456,11 +418,10 @@ def load_checkpoint(path, model, optimizer, *, generator=None) -> int:
 
 # %% [markdown]
 # The experiment: the loop below (schedule, clipping, validation every 5 steps, a log
-# record per step as `Trainer` writes to `log.jsonl`) runs 30 steps without stopping and
-# writes a checkpoint after step 15 on its way (exactly what a run that crashed at step 16
-# would have left on disk). Then *everything in memory is thrown away*: the resumed run
-# builds a brand-new model, optimizer and generator from a *different* seed, so nothing
-# survives except the file, loads the checkpoint, and trains steps 16–30.
+# record per step) runs 30 steps and writes a checkpoint after step 15 on its way (what a
+# run that crashed at step 16 leaves on disk). Then *everything in memory is thrown away*:
+# a new model, optimizer and generator from a *different* seed load the checkpoint and
+# train steps 16–30.
 
 # %%
 MAX_LR, MIN_LR, WARMUP, TOTAL, CLIP, VAL_EVERY = 3e-3, 3e-4, 5, 30, 1.0, 5
@@ -484,10 +445,8 @@ model, optimizer, generator = fresh_run(seed=0)
 log_a = []
 train(model, optimizer, generator, 0, CRASH, log_a)
 save_checkpoint(ckpt_path, model, optimizer, CRASH, generator=generator, note="after step 15")
-notes_ckpt = {  # the notes' checkpoint, saved at the same moment, for comparison below
-    "model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": CRASH,
-    "rng_state": torch.get_rng_state(),
-}
+notes_ckpt = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": CRASH,
+              "rng_state": torch.get_rng_state()}  # the notes' checkpoint, for comparison below
 torch.save(notes_ckpt, workdir / "notes_checkpoint.pt")
 train(model, optimizer, generator, CRASH, TOTAL, log_a)
 final_a = copy.deepcopy(model.state_dict())
@@ -515,18 +474,13 @@ check("validation loss fell too", log_a[4]["val_loss"] - log_a[-1]["val_loss"] >
 # %% [markdown]
 # ### What the notes' checkpoint misses
 #
-# The notes save the model, the optimizer, the step and `torch.get_rng_state()`, and load
-# with a plain `torch.load`. That is right for their loop, which samples batches from
-# torch's global RNG. It is not enough in general: it misses the data sampler's own
-# generator (here), numpy's and python's RNGs (samplers and augmentations use them) and the
-# CUDA RNGs (dropout on a GPU); `torch.save` straight to `checkpoint.pt` is not atomic;
-# and `torch.load` without `weights_only=True` runs code from the file. (Since torch 2.6
-# `weights_only=True` is the default; a numpy RNG state then loads only if stored as
-# tensors, as `rng_state` does.)
-#
-# Two resumes show the seams. The notes' checkpoint, resumed into our loop, restores
-# everything but the sampler, which restarts from its seed and replays batches 1–15. The
-# second resume also drops the optimizer state, so Adam's moments restart from zero.
+# The notes save the model, the optimizer, the step and `torch.get_rng_state()` with a
+# plain `torch.save`, right for their loop (batches from torch's global RNG) but not in
+# general: no sampler generator, numpy, python or CUDA RNG state; no atomic write; and
+# `torch.load` without `weights_only=True` runs code from the file (the default since
+# torch 2.6, under which a numpy RNG state loads only if stored as tensors, as
+# `rng_state` does). Resumed into our loop, the notes' checkpoint restarts the sampler,
+# which replays batches 1–15; a second resume also drops the optimizer state.
 
 # %%
 def resume_notes_way(keep_optimizer):
@@ -552,14 +506,12 @@ check("without the optimizer state the first resumed loss differs as well",
       log_no_opt[0]["loss"] != log_a[CRASH]["loss"], True)
 
 fig, ax = plt.subplots(figsize=(8, 3.5))
-ax.plot([r["step"] for r in log_a], [r["loss"] for r in log_a], color="black", lw=3, alpha=0.35,
-        label="uninterrupted")
-ax.plot([r["step"] for r in log_b], [r["loss"] for r in log_b], "o", ms=4, color="C0",
-        label="resumed with save_checkpoint / load_checkpoint")
-ax.plot([r["step"] for r in log_notes], [r["loss"] for r in log_notes], "--", color="C1",
-        label="notes' checkpoint (sampler restarts)")
-ax.plot([r["step"] for r in log_no_opt], [r["loss"] for r in log_no_opt], ":", color="C3",
-        label="notes' checkpoint without the optimizer state")
+for log, style, label in ((log_a, {"color": "black", "lw": 3, "alpha": 0.35}, "uninterrupted"),
+                          (log_b, {"ls": "", "marker": "o", "ms": 4, "color": "C0"},
+                           "resumed with save_checkpoint / load_checkpoint"),
+                          (log_notes, {"ls": "--", "color": "C1"}, "notes' checkpoint (sampler restarts)"),
+                          (log_no_opt, {"ls": ":", "color": "C3"}, "notes' checkpoint without the optimizer state")):
+    ax.plot([r["step"] for r in log], [r["loss"] for r in log], label=label, **style)
 ax.axvline(CRASH + 0.5, color="grey", lw=1)
 ax.text(CRASH + 0.7, ax.get_ylim()[1] - 0.2, "crash + resume", va="top", fontsize=9)
 ax.set_xlabel("step")
@@ -569,14 +521,11 @@ ax.set_title("The resumed run lies on the uninterrupted one, bit for bit")
 plt.show()
 
 # %% [markdown]
-# The blue dots lie exactly on the grey curve: no seam. The other two runs still learn,
-# but along a different path, so the run is no longer reproducible from its seed. Their
-# training loss even looks *better*: the replayed batches are ones the model has already
-# trained on, which is exactly how a resume bug hides in a loss curve. (On a curve this
-# short the seams are small; the checks, not the eye, are the test.)
-#
-# Finally, the safety properties: no temporary file is left behind, a truncated file is
-# reported as such, and a file that holds pickled Python objects is refused, not executed.
+# The blue dots lie exactly on the grey curve: no seam. The other two runs learn along a
+# different path, no longer reproducible from the seed, and their loss even looks *better*
+# (replayed batches were already learned): that is how a resume bug hides in a loss curve.
+# Finally, the safety properties: no temporary file left behind, a truncated file reported
+# as such, and pickled Python objects refused, not executed.
 
 # %%
 check("save_checkpoint leaves no temporary file behind",
@@ -595,11 +544,9 @@ check("... is refused, not executed", "arbitrary pickled objects" in str(err), T
 # %% [markdown]
 # ## §8.3 Mixed precision
 #
-# Low precision is fast and small but fragile; fp32 is robust but slow. Mixed precision
-# assigns a precision per operation. The notes' version is `torch.autocast`: inside it,
-# matmuls run in bf16, reductions are supposed to stay fp32, and the weights, gradients
-# and optimizer state stay fp32. Here is what autocast actually does, on the CPU (and, in
-# the GPU-only part of the cell, on CUDA):
+# Mixed precision assigns a precision per operation. In the notes' `torch.autocast`,
+# matmuls run in bf16, reductions are supposed to stay fp32, and weights, gradients and
+# optimizer state stay fp32. What autocast actually does on the CPU (and on CUDA):
 
 # %%
 def autocast_dtypes(device_type):
@@ -651,18 +598,15 @@ if cuda_only(device, "the CUDA autocast dtype list"):
 # mantissa bits). A gradient of $10^{-8}$:
 
 # %%
-g = torch.tensor(1e-8)
-check("fp16: 1e-8 underflows to 0", g.half().item(), 0.0)
-check("bf16: 1e-8 survives (to 3 digits)", g.bfloat16().item(), 1e-8, rel=4e-3)
+check("bf16: 1e-8 survives (to 3 digits)", torch.tensor(1e-8).bfloat16().item(), 1e-8, rel=4e-3)
 check("fp16's smallest subnormal", torch.finfo(torch.float16).smallest_normal * 2**-10, 2**-24)
-
-# A backward pass in fp16: the weight's gradient is x * upstream, all tiny
+# a backward pass in fp16: the weight's gradient is x * upstream, all tiny
 w16 = torch.ones(4, dtype=torch.float16, requires_grad=True)
 x16 = torch.full((4,), 1e-4, dtype=torch.float16)
 (w16 * x16 * 1e-4).sum().backward()  # d/dw = 1e-8 per element
 check("fp16 backward: the gradient is all zeros", w16.grad.abs().max().item(), 0.0)
 
-# Loss scaling: multiply the loss by 2**14, backpropagate, divide in fp32 before the step
+# loss scaling: multiply the loss by 2**14, backpropagate, divide in fp32 before the step
 # (2**16 = 65536 would itself overflow fp16, whose largest number is 65504)
 scale = 2.0**14
 w16.grad = None
@@ -670,19 +614,17 @@ w16.grad = None
 unscaled = w16.grad.float() / scale
 check("fp16 backward with the loss scaled by 2^14: the gradient survives", unscaled, torch.full((4,), 1e-8),
       rel=2e-3)
-
 # bf16 needs none of it
 wbf = torch.ones(4, dtype=torch.bfloat16, requires_grad=True)
 (wbf * x16.bfloat16() * 1e-4).sum().backward()
 check("bf16 backward without scaling: the gradient survives", wbf.grad.float(), torch.full((4,), 1e-8), rel=1e-2)
 
 # %% [markdown]
-# `torch.amp.GradScaler` automates this: it multiplies the loss by a large factor, divides
-# the gradients back before the optimizer step (`unscale_`, which `train_step` calls before
-# clipping, so the clip sees true gradients), skips any step whose gradients overflowed to
-# inf, and adjusts the factor as it goes. `Trainer` passes one to `train_step` for
-# `precision="fp16"`; with bf16 (the default on CUDA) there is none. That is why bf16
-# became the default: same 2 bytes, no scaling machinery, at the cost of a coarser mantissa.
+# `torch.amp.GradScaler` automates this: it scales the loss, divides the gradients back
+# before the step (`unscale_`, which `train_step` calls before clipping), skips a step
+# whose gradients overflowed, and adjusts the factor as it goes. `Trainer` passes one to
+# `train_step` for `precision="fp16"`; bf16 (the default on CUDA) needs none: same 2
+# bytes, no scaling machinery, at the cost of a coarser mantissa.
 #
 # ### §1.2 Bytes per parameter: mixed precision still costs 16
 #
@@ -694,8 +636,14 @@ check("bf16 backward without scaling: the gradient survives", wbf.grad.float(), 
 # Both measured from real tensors after one step of the tiny GPT:
 
 # %%
-def nbytes(tensors):
-    return sum(t.numel() * t.element_size() for t in tensors)
+def per_param(parts, n):
+    """Bytes per parameter of each part ({name: tensors})."""
+    return {name: sum(t.numel() * t.element_size() for t in tensors) / n for name, tensors in parts.items()}
+
+
+def adam_parts(optimizer, params):
+    return {"adam m": [optimizer.state[p]["exp_avg"] for p in params],
+            "adam v": [optimizer.state[p]["exp_avg_sq"] for p in params]}
 
 
 seed_everything(0)
@@ -710,12 +658,8 @@ with torch.autocast("cpu", dtype=torch.bfloat16):
     loss = cross_entropy(model_ac(x), y)
 loss.backward()
 opt_ac.step()
-measured_ac = {
-    "weights": nbytes(params_ac) / n,
-    "gradients": nbytes(p.grad for p in params_ac) / n,
-    "adam m": nbytes(opt_ac.state[p]["exp_avg"] for p in params_ac) / n,
-    "adam v": nbytes(opt_ac.state[p]["exp_avg_sq"] for p in params_ac) / n,
-}
+measured_ac = per_param({"weights": params_ac, "gradients": [p.grad for p in params_ac],
+                         **adam_parts(opt_ac, params_ac)}, n)
 print(f"tiny GPT: {n:,} parameters")
 check("autocast: per-part bytes / param == param_breakdown('autocast_bf16_adamw')", measured_ac,
       {k: float(v) for k, v in param_breakdown("autocast_bf16_adamw").items()})
@@ -730,13 +674,8 @@ cross_entropy(model_bf(x), y).backward()
 for m, p in zip(master, params_bf, strict=True):
     m.grad = p.grad.float()  # a transient fp32 copy, freed right after the step
 opt_master.step()
-measured_bf = {
-    "weights (bf16)": nbytes(params_bf) / n,
-    "gradients (bf16)": nbytes(p.grad for p in params_bf) / n,
-    "master weights": nbytes(master) / n,
-    "adam m": nbytes(opt_master.state[m]["exp_avg"] for m in master) / n,
-    "adam v": nbytes(opt_master.state[m]["exp_avg_sq"] for m in master) / n,
-}
+measured_bf = per_param({"weights (bf16)": params_bf, "gradients (bf16)": [p.grad for p in params_bf],
+                         "master weights": master, **adam_parts(opt_master, master)}, n)
 for m, p in zip(master, params_bf, strict=True):
     m.grad = None
     with torch.no_grad():
@@ -759,11 +698,10 @@ check("8 GPUs, sharded", max_params_that_fit(80e9, n_gpus=8, sharded=True), 40_0
 # ## §8 The packaged loop: `Trainer`, and its MFU
 #
 # `lecture_utils.train.Trainer` runs this notebook's `train_step`, `cosine_lr`,
-# `clip_grad_norm`, `evaluate` and `save_checkpoint` (the package's copies of the cells
-# above) with the machinery a real run needs: autocast (bf16 on CUDA, fp16 with a
-# `GradScaler` as an option), data-parallel processes (DDP, ZeRO-1), OOM recovery,
-# `torch.compile`, MFU, and one JSON line per step in `log.jsonl`. From a shell
-# (`--help` lists every option of `TrainConfig`):
+# `clip_grad_norm`, `evaluate` and `save_checkpoint` (the package's copies) with the
+# machinery a real run needs: autocast, DDP and ZeRO-1, OOM recovery, `torch.compile`,
+# MFU, and one JSON line per step in `log.jsonl`. From a shell (`--help` lists every
+# field of `TrainConfig`):
 #
 # ```
 # python -m lecture_utils.train --config tiny --steps 200 --out runs/tiny --ckpt-every 50
@@ -771,7 +709,10 @@ check("8 GPUs, sharded", max_params_that_fit(80e9, n_gpus=8, sharded=True), 40_0
 # ```
 #
 # (The test suite kills such a run with SIGKILL mid-way and checks that `--resume` finishes
-# it bit for bit like an uninterrupted run.) In-process, 15 steps on the CPU:
+# it bit for bit like an uninterrupted run.) In-process, 15 steps on the CPU. Each record
+# also holds the step's throughput and MFU: the FLOPs of a step are three times the exact
+# forward count of notebook 03 (backward ≈ 2 × forward) times the batch; on the CPU the
+# denominator is the best matmul rate `Trainer` measured here at the start of the run.
 
 # %%
 cfg = TrainConfig(config="tiny", steps=15, batch_size=8, seq_len=64, lr=3e-3, min_lr=3e-4, warmup=3,
@@ -785,15 +726,6 @@ check("log.jsonl has the same 15 lines", len((workdir / "trainer" / "log.jsonl")
 check("the checkpoint is at step 15", read_checkpoint(workdir / "trainer" / "checkpoint.pt")["step"], 15)
 check("the loss fell by more than 1.0", records[0]["loss"] - records[-1]["loss"] > 1.0, True)
 check("warm-up: lr at the first three steps", [r["lr"] for r in records[:3]], [0.0, 1e-3, 2e-3])
-
-# %% [markdown]
-# Each record also holds the step's throughput and MFU, measured. The FLOPs of one step are
-# three times the exact forward count of notebook 03 (backward ≈ 2 × forward), per
-# sequence, times the batch. On the CPU there is no spec-sheet peak, so the denominator is
-# the best matmul rate `Trainer` measured on this machine at the start of the run; MFU here
-# says how close the loop gets to this CPU's own matmul speed.
-
-# %%
 flops_per_step = 3 * transformer_flops(**tiny.flops_kwargs(seq_len)) * batch_size
 check("FLOPs per step = 3 x forward x batch", trainer.flops_per_step, flops_per_step)
 check("... about 2.0 GFLOP for the tiny GPT at 8 x 64", flops_per_step, 1_962_934_272)
@@ -803,10 +735,9 @@ measured("tokens/s (median of steps 4-15)", statistics.median(r["tokens_per_s"] 
 measured("MFU (median of steps 4-15)", statistics.median(r["mfu"] for r in later))
 
 # %% [markdown]
-# On a GPU, the same `Trainer` with the `gpu` config (about GPT-2 small, 124M parameters),
-# bf16 autocast and torch's fused AdamW, for 10 steps of 8 × 1024 tokens. The denominator is
-# the GPU's dense bf16 peak from the hardware table. Then the scratch folder of this
-# notebook's checkpoints is removed.
+# On a GPU: the `gpu` config (about GPT-2 small), bf16 autocast and torch's fused AdamW,
+# 10 steps of 8 × 1024 tokens, against the GPU's dense bf16 peak. Then the scratch folder
+# of this notebook's checkpoints is removed.
 
 # %%
 if cuda_only(device, "GPT-2 small in bf16 with fused AdamW"):

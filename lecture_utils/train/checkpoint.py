@@ -78,10 +78,8 @@ def save_checkpoint(path, model, optimizer, step: int, *, generator=None, **extr
         os.fsync(f.fileno())  # the bytes are on disk before the rename
     os.replace(tmp, path)  # atomic: a reader sees the old file or the new one, never half
     folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)  # and the rename itself survives a power cut
-    finally:
-        os.close(folder)
+    os.fsync(folder)  # and the rename itself survives a power cut
+    os.close(folder)
     return path
 
 
