@@ -29,9 +29,12 @@ def main() -> int:
     parser.add_argument("--no-compile", action="store_true")
     args = parser.parse_args()
     cuda = torch.cuda.is_available()
-    cfg = TrainConfig(config="gpu" if cuda else "tiny", steps=args.steps, warmup=1, val_every=0,
-                      batch_size=args.batch_size or (16 if cuda else 8), seq_len=None if cuda else 64,
-                      compile=cuda and not args.no_compile)
+    try:  # TrainConfig checks the numbers: one line and exit 2 on bad input
+        cfg = TrainConfig(config="gpu" if cuda else "tiny", steps=args.steps, warmup=min(1, args.steps),
+                          val_every=0, batch_size=args.batch_size or (16 if cuda else 8),
+                          seq_len=None if cuda else 64, compile=cuda and not args.no_compile)
+    except (ValueError, TypeError) as err:
+        parser.error(str(err))
     with tempfile.TemporaryDirectory() as out:
         records = Trainer(cfg, out, progress=False).run()
     steady = records[len(records) // 3:]  # skip warm-up and compilation steps
