@@ -154,10 +154,9 @@ for name, v in {"x[:, 1]": x[:, 1], "x[1:, ::2]": x[1:, ::2]}.items():
 # %% [markdown]
 # ### Figure: how strides walk the storage
 #
-# Top strip: the 12 storage slots, each coloured like the row of the view that reads it
-# (grey = not reachable from the view). Grid: each element of the view, labelled with the
-# storage index the formula gives. `x` reads the strip in
-# order; `x.T` jumps by 4 along a row; `x[:, 1:3]` uses the same strides as `x` but starts
+# Top strip: the 12 storage slots, coloured like the row of the view that reads them (grey:
+# unreachable). Grid: each element of the view, labelled with its storage index. `x` reads
+# the strip in order; `x.T` jumps by 4 along a row; `x[:, 1:3]` has `x`'s strides but starts
 # at offset 1 and skips slots 0, 3, 4, 7, 8, 11.
 
 # %%
@@ -169,14 +168,10 @@ plt.show()
 # %% [markdown]
 # ## §2.3 Views are cheap, copies are expensive
 #
-# An operation that changes only shape/stride/offset costs O(1) whatever the tensor's
-# size: no new memory, no memory traffic. An operation that copies reads and writes every
-# byte. In a training step the second kind shows up as `copy_` kernels eating memory
-# bandwidth, so it pays to know which is which.
-#
-# Slicing, indexing with an integer, `transpose`/`.T` and `view` all return views: new
-# metadata, same storage. We prove "same storage" by comparing the storages' start
-# addresses (as booleans).
+# An operation that changes only shape/stride/offset costs O(1): no new memory, no memory
+# traffic. A copy reads and writes every byte (in a training step, `copy_` kernels eating
+# bandwidth). Slicing, integer indexing, `transpose`/`.T` and `view` return views: new
+# metadata, same storage, which we prove by comparing the storages' start addresses.
 
 
 # %%
@@ -222,7 +217,7 @@ def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 for name, v in {"x": x, "x[1:]": x[1:], "x[:, 1]": x[:, 1], "x.T": x.T,
                 "x[:, ::2]": x[:, ::2]}.items():
-    check(f"{name} (stride {v.stride()}): is_contiguous(), as the row-major rule predicts",
+    check(f"{name}.is_contiguous() (stride {v.stride()}; the row-major rule agrees)",
           v.is_contiguous(), v.stride() == row_major_strides(tuple(v.shape)))
 
 # %% [markdown]
@@ -306,12 +301,10 @@ check("e.contiguous() materialises all of them", e.contiguous().untyped_storage(
 # %% [markdown]
 # ### What a copy costs in time
 #
-# A 2048 × 2048 float32 matrix: a transpose view versus a transposed copy (and, for
-# reference, a plain `clone`, which copies in storage order). Medians from
-# `torch.utils.benchmark`; the numbers depend on the machine. The view's time is Python
-# and dispatcher overhead and does not grow with the tensor; the copy's time grows with
-# the bytes moved, and the transposing copy is usually slower than `clone` because it reads
-# the source with a stride of 2048 elements.
+# A 2048 × 2048 float32 matrix: a transpose view versus a transposed copy and a plain
+# `clone` (medians from `torch.utils.benchmark`). The view costs only Python and dispatcher
+# overhead; a copy's time grows with the bytes moved, and the transposing copy is usually
+# slower than `clone` because it reads the source with a stride of 2048 elements.
 
 # %%
 n = 2048
