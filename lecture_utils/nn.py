@@ -37,11 +37,7 @@ class Linear(nn.Module):
 
 # >>> lesson code from notebooks/08_training_loop.py: edit it there, then `make export`
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over positions: logits (..., vocab), targets (...) class ids.
-
-    loss = logsumexp(z) - z[target] = (max + log sum exp(z - max)) - z[target], so logits
-    of 1e4 (whose exp is inf in fp32) are fine.
-    """
+    """Mean over positions of logsumexp(z) - z[target]; logits (..., vocab), targets (...) ids."""
     z = logits.float()  # reductions in fp32, whatever dtype autocast gave the logits
     peak = z.amax(dim=-1, keepdim=True).detach()
     log_sum = (z - peak).exp().sum(dim=-1).log() + peak.squeeze(-1)

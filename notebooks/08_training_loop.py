@@ -69,11 +69,7 @@ print(f"train: {len(train_data):,} tokens, val: {len(val_data):,} tokens, vocabu
 # %%
 # @save lecture_utils/nn.py
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over positions: logits (..., vocab), targets (...) class ids.
-
-    loss = logsumexp(z) - z[target] = (max + log sum exp(z - max)) - z[target], so logits
-    of 1e4 (whose exp is inf in fp32) are fine.
-    """
+    """Mean over positions of logsumexp(z) - z[target]; logits (..., vocab), targets (...) ids."""
     z = logits.float()  # reductions in fp32, whatever dtype autocast gave the logits
     peak = z.amax(dim=-1, keepdim=True).detach()
     log_sum = (z - peak).exp().sum(dim=-1).log() + peak.squeeze(-1)
@@ -81,11 +77,9 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return (log_sum - picked).mean()
 
 # %% [markdown]
-# The course's pieces: `get_batch` from notebook 06 on the tokenised training split, the
-# tiny GPT (2 layers, $d_{model} = 64$, vocabulary 8192) and `AdamW` from notebook 07.
-# Batches are 8 sequences of 64 tokens. The notes call `F.cross_entropy` on logits
-# flattened to (positions, vocabulary); ours takes the (batch, seq, vocab) logits directly.
-# They agree, also where the naive formula overflows:
+# With `get_batch` (notebook 06), the tiny GPT (2 layers, $d_{model} = 64$, vocabulary
+# 8192), `AdamW` (notebook 07) and batches of 8 × 64 tokens: ours agrees with the notes'
+# `F.cross_entropy` (on flattened logits), also where the naive formula overflows:
 
 # %%
 batch_size, seq_len, num_steps = 8, 64, 30
@@ -268,12 +262,10 @@ check("AdamW: the unclipped spike inflates sqrt(||v||) more than 20x", v_free / 
 # %% [markdown]
 # ## §8 (continued) Validation loss
 #
-# The training loss is measured on the batch the model is about to learn from, so it is a
-# noisy and optimistic estimate. The validation loss is the loss on held-out text (the
-# `val` split), on a *fixed* set of windows, so that two measurements differ only because
-# the model changed. Three details matter: `model.eval()` (switches off dropout, if the
-# model has any), `torch.no_grad()` (no graph, no activation memory kept), and
-# `model.train()` afterwards.
+# The training loss is measured on the batch the model is about to learn from: noisy and
+# optimistic. The validation loss is on held-out text (the `val` split), on a *fixed* set
+# of windows, so two measurements differ only because the model changed. `model.eval()`
+# switches off dropout, `torch.no_grad()` keeps no graph, `model.train()` switches back.
 
 # %%
 # @save lecture_utils/train/loop.py
@@ -300,11 +292,10 @@ check("30 steps brought the val loss well below ln(8192)", val_loss < math.log(v
 # %% [markdown]
 # ### The step with all the pieces
 #
-# One optimizer step, with the learning rate from the schedule, clipping, and *gradient
-# accumulation*: a step over several micro-batches divides each loss by their number, so
-# the summed gradients are those of the mean loss over the whole batch (the effective
-# batch grows without more memory). `scaler` is for fp16 (§8.3); bf16 and fp32 need none.
-# `Trainer` calls this same function for every step.
+# One optimizer step: the scheduled learning rate, clipping, and *gradient accumulation*
+# (each micro-batch's loss divided by their number, so the summed gradients are those of
+# the mean loss: a bigger effective batch without more memory). `scaler` is for fp16
+# (§8.3). `Trainer` calls this same function for every step.
 
 # %%
 # @save lecture_utils/train/loop.py
@@ -584,11 +575,10 @@ if cuda_only(device, "the CUDA autocast dtype list"):
     measured("CUDA autocast dtypes", ", ".join(f"{k}: {v}" for k, v in gpu_dtypes.items()))
 
 # %% [markdown]
-# The notes are loose here: which ops autocast keeps in fp32 is a per-device list. On CUDA,
-# softmax, log-softmax, layer norm, `exp`, `sum` and the losses are all autocast to fp32,
-# exactly as the notes say. On the CPU (torch 2.13) only a few ops are, the losses among
-# them, while softmax and layer norm simply run in the dtype of their input, bf16 after a
-# matmul. That is why our `cross_entropy` casts its logits to fp32 itself.
+# Which ops autocast keeps in fp32 is a per-device list: on CUDA softmax, layer norm,
+# `exp`, `sum` and the losses, as the notes say; on the CPU (torch 2.13) only a few, the
+# losses among them, so softmax and layer norm run in bf16 after a matmul. That is why
+# our `cross_entropy` casts its logits to fp32 itself.
 #
 # ### Why fp16 needs loss scaling and bf16 does not
 #
@@ -628,12 +618,10 @@ check("bf16 backward without scaling: the gradient survives", wbf.grad.float(), 
 #
 # ### §1.2 Bytes per parameter: mixed precision still costs 16
 #
-# Naive fp32 AdamW pays 4 bytes each for the weights, the gradient, $m$ and $v$: 16 bytes
-# per parameter. The notes' §1.2 points out that mixed precision does not change the total:
-# bf16 weights (2) + bf16 gradients (2) + fp32 master weights (4) + $m$ (4) + $v$ (4) = 16.
-# And `torch.autocast`, the version §8.3 shows, keeps fp32 weights and gradients, so it
-# stays at 4 + 4 + 4 + 4; its bf16 copies are per-op temporaries (activation memory).
-# Both measured from real tensors after one step of the tiny GPT:
+# fp32 AdamW pays 4 bytes each for weights, gradient, $m$ and $v$: 16 per parameter. Mixed
+# precision (§1.2) pays bf16 weights (2) + bf16 gradients (2) + fp32 master (4) + $m$ (4) +
+# $v$ (4) = 16, and `torch.autocast` keeps fp32 weights and gradients (4 + 4 + 4 + 4; its
+# bf16 copies are per-op temporaries). Both measured after one step of the tiny GPT:
 
 # %%
 def per_param(parts, n):
