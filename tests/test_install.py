@@ -14,7 +14,6 @@ import sys
 import zipfile
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "lecture_utils", "data")
 DATA_FILES = ["tokenizer.json", "tokens/train.bin", "tokens/train.json", "tokens/val.bin",
