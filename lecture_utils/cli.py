@@ -30,14 +30,17 @@ class _Parser(argparse.ArgumentParser):
 # Every argument is checked here, where it is typed: one line naming the value and what
 # would be valid, exit 2 (argparse prefixes "argument --name:").
 
+LARGEST = 1e30  # far beyond any training run, and small enough that bytes and days stay finite
+
+
 def _number(text: str) -> float:
-    """A number > 0, written 70e9, 70_000_000_000 or 7.0E10."""
+    """A number in (0, 1e30], written 70e9, 70_000_000_000 or 7.0E10."""
     try:
         value = float(text.replace("_", ""))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"not a positive number: {text!r}")
+    if not 0 < value <= LARGEST:
+        raise argparse.ArgumentTypeError(f"not a positive number up to {LARGEST:g}: {text!r}")
     return value
 
 
@@ -50,10 +53,10 @@ def _count(text: str) -> int:
 
 
 def _fraction(text: str) -> float:
-    """A fraction of peak in (0, 1] (MFU)."""
+    """A fraction of peak in [1e-6, 1] (MFU); below that the time is no longer a number of days."""
     value = _number(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"not a fraction in (0, 1]: {text!r}")
+    if not 1e-6 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"not a fraction of peak in [1e-06, 1]: {text!r}")
     return value
 
 

@@ -45,10 +45,14 @@ def _bounds(value, what, low, high, low_open=False, high_open=False) -> None:
     too_low = low is not None and (value < low or (low_open and value == low))
     too_high = high is not None and (value > high or (high_open and value == high))
     if too_low or too_high:
-        left = "-inf" if low is None else f"{low:g}"
-        right = "inf" if high is None else f"{high:g}"
+        left = "-inf" if low is None else _show(low)
+        right = "inf" if high is None else _show(high)
         interval = f"{'(' if low_open or low is None else '['}{left}, {right}{')' if high_open or high is None else ']'}"
         raise ValueError(f"{what} must be in {interval}, got {value!r}")
+
+
+def _show(bound) -> str:
+    return f"{bound:g}" if isinstance(bound, float) else str(bound)
 
 
 def choice(value, choices: Iterable[str], what: str, *, aliases: dict[str, str] | None = None) -> str:

@@ -383,6 +383,7 @@ def test_sigkill_then_resume_is_bit_exact(tmp_path):
     (["--steps", "5", "--out", "x", "--warmup", "0", "--batch-size", "6", "--accum", "4"], "divisible"),
     (["--steps", "5", "--out", "x", "--warmup", "0", "--device", "cuda:99"], "cuda"),
     (["--steps", "5", "--out", "x", "--warmup", "0", "--zero1"], "torchrun"),
+    (["--steps", "5", "--out", "x", "--seed", "4294967296"], "seed must be in [0, 4294967295]"),
 ])
 def test_bad_arguments_exit_2_with_one_line(args, reason, capsys):
     with pytest.raises(SystemExit) as exit_:
@@ -390,6 +391,16 @@ def test_bad_arguments_exit_2_with_one_line(args, reason, capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and reason in err[0], err
+
+
+@pytest.mark.parametrize(("out", "reason"), [("a_file", "File exists"), ("a_file/run", "Not a directory")])
+def test_an_out_folder_that_cannot_be_made_is_one_line_exit_2(tmp_path, out, reason, capsys):
+    (tmp_path / "a_file").write_text("not a folder")
+    with pytest.raises(SystemExit) as exit_:
+        train.main(["--steps", "3", "--out", str(tmp_path / out), *FAST])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"cannot use --out {tmp_path / out}: {reason}" in err[0], err
 
 
 def test_resume_without_or_with_a_corrupt_checkpoint_is_a_clear_error(tmp_path, capsys):

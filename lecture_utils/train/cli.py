@@ -52,8 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         trainer = Trainer(cfg, args.out, resume=args.resume, progress=not args.no_progress)
     except (ValueError, TypeError) as err:
         parser.error(str(err))
-    except FileNotFoundError as err:
-        parser.error(f"{err} (nothing to resume)" if args.resume else str(err))
+    except OSError as err:  # no checkpoint to resume; or --out is a file, under one, not writable
+        resuming = args.resume and isinstance(err, FileNotFoundError)
+        parser.error(f"{err} (nothing to resume)" if resuming else
+                     f"cannot use --out {args.out}: {err.strerror or err}")
     records = trainer.run()
     if records:
         last = records[-1]

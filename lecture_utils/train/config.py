@@ -57,8 +57,9 @@ class TrainConfig:
             setattr(self, name, validate.integer(getattr(self, name), name, low=1))
         if self.warmup is None:
             self.warmup = min(DEFAULT_WARMUP, self.steps)
-        for name in ("val_every", "ckpt_every", "seed"):
+        for name in ("val_every", "ckpt_every"):
             setattr(self, name, validate.integer(getattr(self, name), name, low=0))
+        self.seed = validate.integer(self.seed, "seed", low=0, high=2**32 - 1)  # numpy's seed range
         self.warmup = validate.integer(self.warmup, "warmup", low=0, high=self.steps)
         if self.seq_len is not None:
             self.seq_len = validate.integer(self.seq_len, "seq_len", low=2)
