@@ -8,6 +8,7 @@ not from a table typed in here.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
@@ -18,29 +19,46 @@ from lecture_utils.dtypes import as_dtype
 from lecture_utils.sizes import tensor_bytes
 
 
-@functools.cache
-def _optimizer_state() -> tuple[dict[str, int], frozenset[str]]:
-    """Step each of ``lecture_utils.optim.OPTIMIZERS`` once on a small parameter and count
-    its full-size state tensors, and which ones keep a ``step`` counter."""
-    from lecture_utils.optim import OPTIMIZERS
+class _StateCopies(Mapping):
+    """``{"sgd": 0, "momentum": 1, ..., "adamw": 2}``: the full-size state tensors each of
+    ``lecture_utils.optim.OPTIMIZERS`` keeps, counted by stepping each once on a small
+    parameter. Counted on first use, not at import: building the first optimizer imports
+    ``torch._dynamo`` (about 1.5 s), which the CLIs should not pay."""
 
-    copies, counters = {}, set()
-    for name, cls in OPTIMIZERS.items():
-        p = torch.nn.Parameter(torch.ones(2, 3))
-        p.grad = torch.ones(2, 3)
-        optimizer = cls([p], lr=0.1)
-        optimizer.step()
-        state = optimizer.state[p]
-        copies[name] = sum(torch.is_tensor(t) and t.shape == p.shape for t in state.values())
-        if "step" in state:
-            counters.add(name)
-    return copies, frozenset(counters)
+    @functools.cached_property
+    def _measured(self) -> tuple[dict[str, int], set[str]]:
+        from lecture_utils.optim import OPTIMIZERS
+
+        counts, with_step_counter = {}, set()
+        for name, cls in OPTIMIZERS.items():
+            p = torch.nn.Parameter(torch.ones(2, 3))
+            p.grad = torch.ones(2, 3)
+            optimizer = cls([p], lr=0.1)
+            optimizer.step()
+            state = optimizer.state[p]
+            counts[name] = sum(torch.is_tensor(t) and t.shape == p.shape for t in state.values())
+            if "step" in state:
+                with_step_counter.add(name)
+        return counts, with_step_counter
+
+    def keeps_step_counter(self, name: str) -> bool:
+        """Whether torch.optim keeps a step count for it: a 4-byte tensor per parameter tensor."""
+        return name in self._measured[1]
+
+    def __getitem__(self, name: str) -> int:
+        return self._measured[0][name]
+
+    def __iter__(self):
+        return iter(self._measured[0])
+
+    def __len__(self) -> int:
+        return len(self._measured[0])
+
+    def __repr__(self) -> str:
+        return repr(self._measured[0])
 
 
-# Full-size state tensors per parameter that each optimizer keeps ({"sgd": 0, ..., "adamw": 2}).
-OPTIMIZER_STATE_COPIES: dict[str, int] = _optimizer_state()[0]
-# torch.optim keeps these optimizers' step counter as a scalar float32 tensor per parameter tensor.
-_STEP_COUNTERS = _optimizer_state()[1]
+OPTIMIZER_STATE_COPIES = _StateCopies()
 
 
 @dataclass(frozen=True)
@@ -70,7 +88,7 @@ def predict_training_memory(model: nn.Module, *, optimizer: str = "adamw",
     params = list(model.parameters())
     trainable = [p for p in params if p.requires_grad]
     grads = sum(tensor_bytes(p) for p in trainable)
-    steps = 4 * len(trainable) if name in _STEP_COUNTERS else 0
+    steps = 4 * len(trainable) if OPTIMIZER_STATE_COPIES.keeps_step_counter(name) else 0
     return TrainingMemory(params=sum(tensor_bytes(p) for p in params), grads=grads,
                           optimizer_state=OPTIMIZER_STATE_COPIES[name] * grads + steps,
                           activations=activations)
@@ -106,7 +124,7 @@ def mlp_peak_bytes(*, n_layers: int, width: int, batch: int, optimizer: str = "a
     name = validate.choice(optimizer, OPTIMIZER_STATE_COPIES, "optimizer")
     d, b = width, batch
     params = (n_layers * d * d + d) * itemsize
-    state = OPTIMIZER_STATE_COPIES[name] * params + (4 * (n_layers + 1) if name in _STEP_COUNTERS else 0)
+    state = OPTIMIZER_STATE_COPIES[name] * params + (4 * (n_layers + 1) if OPTIMIZER_STATE_COPIES.keeps_step_counter(name) else 0)
     live = (n_layers * b * d + 2 * b * d + d * d + d) * itemsize
     return params + state + live
 
