@@ -33,16 +33,20 @@ setup: $(STAMP)  ## create .venv, install pinned deps, register the Jupyter kern
 lab: $(STAMP)  ## set up, then open JupyterLab in notebooks/
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
 
+# One intra-op thread per process under xdist: two workers (plus their notebook kernels)
+# on two cores otherwise oversubscribe, and OpenMP's spin-waiting doubles the CPU time.
+XDIST_ENV := OMP_NUM_THREADS=1
+
 test: $(STAMP)  ## set up, then unit tests + nbval of every notebook (strict)
-	$(BIN)/python -m pytest tests $(NOTEBOOKS) -n auto --dist loadscope \
+	$(XDIST_ENV) $(BIN)/python -m pytest tests $(NOTEBOOKS) -n auto --dist loadscope \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		--nbval-cell-timeout 120
 
 unit: $(STAMP)  ## unit tests only
-	$(BIN)/python -m pytest tests -n auto --dist loadscope
+	$(XDIST_ENV) $(BIN)/python -m pytest tests -n auto --dist loadscope
 
 nbval: $(STAMP)  ## nbval only
-	$(BIN)/python -m pytest $(NOTEBOOKS) -n auto --dist loadscope \
+	$(XDIST_ENV) $(BIN)/python -m pytest $(NOTEBOOKS) -n auto --dist loadscope \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 run: $(STAMP)  ## execute every notebook headless; HTML to build/; one row per notebook
