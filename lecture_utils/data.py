@@ -12,11 +12,14 @@ sha256). The samplers are lesson code from notebook 06; the file loaders, the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
 import queue
+import shutil
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -105,11 +108,13 @@ def write_tokens(path: str | Path, tokens: np.ndarray, vocab_size: int, **extra)
     return meta
 
 
-def load_tokens(path: str | Path, *, verify: bool = True) -> np.memmap:
+def load_tokens(path: str | Path, *, verify: bool = True, vocab_size: int | None = None) -> np.memmap:
     """Memory-map a token file read-only, after checking it against its JSON sidecar.
 
     Only the pages you touch are read from disk. ``verify`` also recomputes the sha256
-    (one pass over the file; switch it off for very large files).
+    (one pass over the file; switch it off for very large files). ``vocab_size``, the
+    model's vocabulary: a file whose sidecar declares a larger one is refused, since its
+    ids could index past the model's embedding table.
     """
     path = Path(path)
     sidecar = path.with_suffix(".json")
@@ -118,15 +123,35 @@ def load_tokens(path: str | Path, *, verify: bool = True) -> np.memmap:
                                 f"or set {DATA_ENV_VAR} to a folder holding tokens/")
     if not sidecar.exists():
         raise FileNotFoundError(f"{sidecar} (the sidecar describing {path.name}) does not exist")
-    meta = json.loads(sidecar.read_text())
+    meta = _read_sidecar(sidecar)
     if meta.get("dtype") != "uint16" or meta.get("byte_order") != "little":
         raise ValueError(f"{sidecar}: expected little-endian uint16 tokens, got {meta.get('dtype')!r}")
+    if vocab_size is not None and meta["vocab_size"] > vocab_size:
+        raise ValueError(f"{path}: its sidecar's vocab_size is {meta['vocab_size']}, larger than the model's "
+                         f"{vocab_size} (token ids could index past the embedding); use data prepared "
+                         f"with --vocab-size {vocab_size} or less, or a model with vocab_size >= "
+                         f"{meta['vocab_size']}")
     if path.stat().st_size != 2 * meta["n_tokens"]:
         raise ValueError(f"{path}: {path.stat().st_size} bytes, but the sidecar says "
                          f"{meta['n_tokens']} tokens ({2 * meta['n_tokens']} bytes)")
     if verify and sha256_of(path) != meta["sha256"]:
         raise ValueError(f"{path}: sha256 does not match its sidecar (file changed or corrupt)")
     return np.memmap(path, dtype=TOKEN_DTYPE, mode="r")
+
+
+def _read_sidecar(sidecar: Path) -> dict:
+    """The sidecar's JSON, checked to hold what :func:`load_tokens` reads (one-line errors)."""
+    try:
+        meta = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{sidecar}: not a token sidecar (invalid JSON: {err})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{sidecar}: not a token sidecar (expected a JSON object)")
+    for key, kind in (("vocab_size", int), ("n_tokens", int), ("sha256", str)):
+        if not isinstance(meta.get(key), kind) or isinstance(meta.get(key), bool):
+            raise ValueError(f"{sidecar}: not a token sidecar ({key!r} must be {kind.__name__}, "
+                             f"got {meta.get(key)!r})")
+    return meta
 
 
 # --- overlap: batches prepared in the background ------------------------------------
@@ -217,7 +242,11 @@ def _documents(corpus_dir: Path) -> list[str]:
         raise FileNotFoundError(f"no .txt files in {corpus_dir}; see data/README.md")
     docs = []
     for f in files:
-        docs += [p.strip() for p in f.read_text(encoding="utf-8").split("\n\n") if p.strip()]
+        try:
+            text = f.read_text(encoding="utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{f}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+        docs += [p.strip() for p in text.split("\n\n") if p.strip()]
     return docs
 
 
@@ -236,18 +265,56 @@ def train_tokenizer(corpus_dir: Path, vocab_size: int, out: Path):
     return tok
 
 
-def prepare(folder: str | Path | None = None, vocab_size: int = 8192, val_every: int = 20) -> dict:
+# What `prepare` writes, relative to the data folder. They are built in a staging folder
+# beside them (``.prepare-<pid>-*``, same file system), checked, and only then renamed into
+# place, one os.replace each, after a COMMITTING marker is written in the staging folder.
+# A failure or kill before the marker leaves the old files untouched (the next `prepare`
+# removes the stale staging folder); a kill during the renames (a few microseconds) is
+# finished by the next `prepare`, which moves the rest of the verified files in first.
+PREPARED_FILES = ("tokens/train.bin", "tokens/train.json", "tokens/val.bin", "tokens/val.json", "tokenizer.json")
+STAGING_PREFIX = ".prepare-"
+COMMIT_MARKER = "COMMITTING"
+
+
+def prepare(folder: str | Path | None = None, vocab_size: int = 8192, val_every: int = 20, *,
+            echo=None) -> dict:
     """Train the tokenizer and write train/val token files in ``folder`` (default:
     :func:`data_dir`), from its ``corpus/``. Deterministic: same bytes twice.
 
     Paragraph ``i`` goes to validation when ``i % val_every == 0``, so both splits
     cover both books. Documents are joined with the ``<|endoftext|>`` token.
+
+    The files already there are replaced only when every step succeeded (see
+    ``PREPARED_FILES``); one ``prepare`` per folder at a time. ``echo``: called with a
+    line when an interrupted earlier ``prepare`` is cleaned up or finished.
     """
     folder = Path(folder) if folder is not None else data_dir()
     vocab_size = validate.integer(vocab_size, "vocab_size (uint16 holds 65,536 ids)", high=65536)
     val_every = validate.integer(val_every, "val_every")
-    docs = _documents(folder / "corpus")
-    tok = train_tokenizer(folder / "corpus", vocab_size, folder / "tokenizer.json")
+    docs = _documents(folder / "corpus")  # no corpus: fails here, before anything is written
+    with _exclusive(folder):
+        _recover(folder, echo or (lambda line: None))
+        staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=folder))
+        try:
+            result = _build(folder / "corpus", docs, staging, vocab_size, val_every)
+            for name in PREPARED_FILES:
+                _fsync(staging / name)
+            _fsync(staging / "tokens")
+            (staging / COMMIT_MARKER).write_text("every file here is built and checked; moving them in\n")
+            _fsync(staging / COMMIT_MARKER)
+            _fsync(staging)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        _move_in(staging, folder)
+    return result
+
+
+def _build(corpus_dir: Path, docs: list[str], out: Path, vocab_size: int, val_every: int) -> dict:
+    """Tokenizer and token files in ``out`` (the staging folder), each checked by reading it back."""
+    from tokenizers import Tokenizer
+
+    tok = train_tokenizer(corpus_dir, vocab_size, out / "tokenizer.json")
     eot = tok.token_to_id(EOT)
     splits = {"train": [], "val": []}
     for i, doc in enumerate(docs):
@@ -257,10 +324,70 @@ def prepare(folder: str | Path | None = None, vocab_size: int = 8192, val_every:
         ids: list[int] = []
         for enc in tok.encode_batch(texts):
             ids += enc.ids + [eot]
-        result[split] = write_tokens(folder / "tokens" / f"{split}.bin", np.array(ids),
+        result[split] = write_tokens(out / "tokens" / f"{split}.bin", np.array(ids),
                                      tok.get_vocab_size(), tokenizer="data/tokenizer.json",
                                      documents=len(texts))
+        load_tokens(out / "tokens" / f"{split}.bin", vocab_size=tok.get_vocab_size())  # as written?
+    if Tokenizer.from_file(str(out / "tokenizer.json")).get_vocab_size() != tok.get_vocab_size():
+        raise ValueError(f"{out / 'tokenizer.json'}: does not read back as written")
     return result
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _move_in(staging: Path, folder: Path) -> None:
+    """Rename every built file from ``staging`` over its place in ``folder``; then drop ``staging``."""
+    for name in PREPARED_FILES:
+        if (staging / name).exists():  # absent: moved in already, by an interrupted run
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / name, folder / name)
+    for directory in {(folder / name).parent for name in PREPARED_FILES}:
+        _fsync(directory)
+    shutil.rmtree(staging)
+
+
+def _recover(folder: Path, echo) -> None:
+    """Staging folders left by a ``prepare`` that died (we hold the folder's lock, so no live
+    one owns them): finish one that was moving its files in, remove the others."""
+    for staging in sorted(folder.glob(STAGING_PREFIX + "*")):
+        if not staging.is_dir():
+            continue
+        if (staging / COMMIT_MARKER).exists():
+            _move_in(staging, folder)
+            echo(f"finished moving in the files of an interrupted prepare ({staging.name})")
+        else:
+            shutil.rmtree(staging)
+            echo(f"removed {staging.name}, left by an interrupted prepare; the files in {folder} were untouched")
+
+
+@contextlib.contextmanager
+def _exclusive(folder: Path):
+    """Hold an advisory lock on ``folder`` (flock on the folder itself: no lock file left
+    behind; released when the process ends, however it ends)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no locking
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pids = sorted({d.name[len(STAGING_PREFIX):].split("-")[0] for d in folder.glob(STAGING_PREFIX + "*")})
+            holder = f" (PID {', '.join(pids)})" if pids else ""
+            raise OSError(f"another `prepare`{holder} is writing in {folder}; wait for it to finish") from None
+        except OSError:  # a file system without flock (some network mounts): go on unlocked
+            pass
+        yield
+    finally:
+        os.close(fd)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,9 +401,12 @@ def main(argv: list[str] | None = None) -> int:
                            f"{data_dir()})")
     args = parser.parse_args(argv)
     try:
-        result = prepare(args.data_dir, args.vocab_size)
-    except (TypeError, ValueError, FileNotFoundError) as err:
+        result = prepare(args.data_dir, args.vocab_size, echo=lambda line: print(line, file=sys.stderr))
+    except (TypeError, ValueError) as err:
         parser.exit(2, f"{parser.prog}: error: {err}\n")
+    except OSError as err:  # no corpus; disk full, read-only, another prepare: nothing replaced
+        what = f"{err.strerror}: {err.filename}" if err.strerror and err.filename else str(err)
+        parser.exit(2, f"{parser.prog}: error: {what} (the existing files are unchanged)\n")
     for split, meta in result.items():
         print(f"{split}: {meta['n_tokens']:,} tokens, vocab {meta['vocab_size']}, sha256 {meta['sha256']}")
     return 0

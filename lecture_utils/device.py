@@ -19,6 +19,15 @@ DEVICE_ENV_VAR = "LECTURE_DEVICE"
 DEVICE_TYPES = ("cuda", "mps", "cpu")
 
 
+class DeviceError(RuntimeError, ValueError):
+    """A device that does not exist here (``"cuda:99"``, ``"cuda"`` without a GPU, ``"tpu"``).
+
+    A ``RuntimeError``, as in PyTorch (``torch.empty(1, device="cuda:99")`` raises one), so code
+    written against torch catches it; also a ``ValueError``, so callers that caught the bad
+    value as a ``ValueError`` (the CLIs' one-line errors) keep working.
+    """
+
+
 def _mps_available() -> bool:
     mps = getattr(torch.backends, "mps", None)
     return bool(mps is not None and mps.is_available())
@@ -30,7 +39,9 @@ def get_device(name: str | torch.device | None = None) -> torch.device:
     With no ``name``: the ``LECTURE_DEVICE`` environment variable if set, else the
     best available of cuda, then mps, then cpu. A requested device that does not
     exist here (``"cuda"`` without a GPU, ``"cuda:99"`` on a one-GPU box) raises
-    instead of silently falling back to the CPU.
+    instead of silently falling back to the CPU: a :class:`DeviceError` (a ``RuntimeError``,
+    like torch's, and a ``ValueError``). A ``name`` that is not a string or device is a
+    ``TypeError``.
     """
     if name is None:
         name = os.environ.get(DEVICE_ENV_VAR) or None
@@ -46,14 +57,14 @@ def get_device(name: str | torch.device | None = None) -> torch.device:
     except RuntimeError:
         device = None
     if device is None or device.type not in DEVICE_TYPES:
-        raise ValueError(f"unknown device {name!r}; valid types: {', '.join(DEVICE_TYPES)}")
+        raise DeviceError(f"unknown device {name!r}; valid types: {', '.join(DEVICE_TYPES)}")
     count = {"cuda": torch.cuda.device_count() if torch.cuda.is_available() else 0,
              "mps": int(_mps_available()), "cpu": 1}[device.type]
     if count == 0:
-        raise ValueError(f"device {name!r} requested but {device.type.upper()} is not available here")
+        raise DeviceError(f"device {name!r} requested but {device.type.upper()} is not available here")
     if device.index is not None and not 0 <= device.index < count:
         valid = f"cuda:0 .. cuda:{count - 1}" if device.type == "cuda" else repr(device.type)
-        raise ValueError(f"device {name!r} does not exist; valid: {valid}")
+        raise DeviceError(f"device {name!r} does not exist; valid: {valid}")
     return device
 
 

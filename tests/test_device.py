@@ -96,3 +96,16 @@ def test_the_environment_variable_is_checked_like_an_argument(monkeypatch):
 def test_missing_mps_raises():
     with pytest.raises(ValueError, match="MPS is not available"):
         get_device("mps")
+
+
+def test_device_errors_are_runtime_errors_like_torchs_and_still_value_errors(monkeypatch):
+    from lecture_utils.device import DeviceError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    for name, message in (("cuda:99", "device 'cuda:99' does not exist; valid: cuda:0 .. cuda:0"),
+                          ("tpu", "unknown device 'tpu'; valid types: cuda, mps, cpu")):
+        with pytest.raises(DeviceError) as err:
+            get_device(name)
+        assert isinstance(err.value, RuntimeError) and isinstance(err.value, ValueError)
+        assert str(err.value) == message

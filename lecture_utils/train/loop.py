@@ -158,8 +158,10 @@ class Trainer:
             raise ValueError(f"micro-batch {self.micro} is not divisible by {self.world} processes")
         self.accum = cfg.accum
         tokens = data_dir() / "tokens"  # read now, so that a LECTURE_DATA set after import counts
-        self.train_data = train_data if train_data is not None else load_tokens(tokens / "train.bin")
-        self.val_data = val_data if val_data is not None else load_tokens(tokens / "val.bin")
+        vocab = self.model_cfg.vocab_size  # a sidecar with a larger vocabulary is refused in one line
+        self.train_data = train_data if train_data is not None else load_tokens(tokens / "train.bin",
+                                                                                vocab_size=vocab)
+        self.val_data = val_data if val_data is not None else load_tokens(tokens / "val.bin", vocab_size=vocab)
 
         model = GPT(self.model_cfg).to(device)
         self.raw_model = model

@@ -1,0 +1,331 @@
+"""Issue 12, items 3, 7 and 10: the data pipeline and device lookups at their edges.
+
+Each case asserts the exit code, the one-line message, and that nothing was lost: the
+files a folder held before (tokenizer.json, tokens/*) are byte-identical afterwards. The
+committed data/ files are never prepared into: `prepare` runs on copies in tmp, with a
+tiny corpus and a small vocabulary (well under a second each).
+"""
+
+import errno
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from lecture_utils import bench, get_device, hardware
+from lecture_utils import data as data_mod
+from lecture_utils.data import (
+    PREPARED_FILES,
+    STAGING_PREFIX,
+    Prefetcher,
+    get_batch,
+    load_tokens,
+    write_tokens,
+)
+from lecture_utils.device import DeviceError, setup
+from lecture_utils.train import cli as train_cli
+
+REPO = Path(__file__).resolve().parents[1]
+DATA_DIR = REPO / "data"  # the committed files: hashed before and after this module, never written
+VOCAB = 300  # 256 byte symbols, <|endoftext|> and a few merges: trains in milliseconds
+
+
+def hashes(folder: Path) -> dict[str, str]:
+    return {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in PREPARED_FILES}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def committed_data_is_untouched():
+    before = hashes(DATA_DIR)
+    yield
+    assert hashes(DATA_DIR) == before
+
+
+@pytest.fixture
+def prepared(tmp_path) -> Path:
+    """A data folder with a tiny corpus, prepared once: the 'old' files a user already has."""
+    folder = tmp_path / "data"
+    (folder / "corpus").mkdir(parents=True)
+    paragraphs = [f"Paragraph {i}: the hacker's kludge is a crock, per the Jargon File, entry {i * 7}."
+                  for i in range(200)]
+    (folder / "corpus" / "tiny.txt").write_text("\n\n".join(paragraphs) + "\n", encoding="utf-8")
+    data_mod.prepare(folder, vocab_size=VOCAB)
+    return folder
+
+
+def staging_folders(folder: Path) -> list[Path]:
+    return sorted(folder.glob(STAGING_PREFIX + "*"))
+
+
+def env(**extra) -> dict:
+    return {**os.environ, "PYTHONPATH": str(REPO), **extra}
+
+
+def one_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in text, text
+    return lines[0]
+
+
+# --- item 3: `data prepare` never half-replaces the files
+
+
+def test_prepare_without_a_corpus_fails_before_touching_anything(tmp_path):
+    """The issue's reproduction: data/ without corpus/ (here a copy of it, through LECTURE_DATA)."""
+    folder = tmp_path / "data"
+    shutil.copytree(DATA_DIR, folder, ignore=shutil.ignore_patterns("corpus"))
+    before = hashes(folder)
+    proc = subprocess.run([sys.executable, "-m", "lecture_utils.data", "prepare"], capture_output=True, text=True,
+                          env=env(LECTURE_DATA=str(folder)), cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert one_line(proc.stderr) == (f"python -m lecture_utils.data: error: no .txt files in {folder / 'corpus'}; "
+                                     "see data/README.md (the existing files are unchanged)")
+    assert hashes(folder) == before and staging_folders(folder) == []
+    assert load_tokens(folder / "tokens" / "train.bin", vocab_size=8192)[:3].tolist() == \
+        load_tokens(DATA_DIR / "tokens" / "train.bin")[:3].tolist()
+
+
+@pytest.mark.parametrize("fail_at", ["tokenizer", "train", "val", "fsync"])
+def test_a_full_disk_midway_leaves_the_old_files(prepared, monkeypatch, capsys, fail_at):
+    """ENOSPC while writing the tokenizer, either token file, or flushing them before the commit."""
+    before = hashes(prepared)
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    if fail_at == "tokenizer":
+        def failing(corpus_dir, vocab_size, out):
+            full.filename = str(out)
+            raise full
+        monkeypatch.setattr(data_mod, "train_tokenizer", failing)
+    elif fail_at == "fsync":
+        def failing(path):  # flushing the built files, before the COMMITTING marker
+            full.filename = str(path)
+            raise full
+        monkeypatch.setattr(data_mod, "_fsync", failing)
+    else:
+        real = data_mod.write_tokens
+
+        def failing(path, *args, **kwargs):
+            if Path(path).stem == fail_at:
+                real(path, *args, **kwargs)  # a half-written file in the staging folder
+                full.filename = str(path)
+                raise full
+            return real(path, *args, **kwargs)
+        monkeypatch.setattr(data_mod, "write_tokens", failing)
+    with pytest.raises(SystemExit) as exit_:
+        data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "400"])
+    line = one_line(capsys.readouterr().err)
+    assert exit_.value.code == 2
+    assert line.startswith("python -m lecture_utils.data: error: No space left on device: ")
+    assert line.endswith("(the existing files are unchanged)") and str(prepared / STAGING_PREFIX) in line
+    assert hashes(prepared) == before and staging_folders(prepared) == []
+
+
+def test_prepare_replaces_the_files_only_when_complete(prepared, capsys):
+    before = hashes(prepared)
+    assert data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "320"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out] == ["train", "val"] and "vocab 320" in out[0]
+    after = hashes(prepared)
+    assert all(after[name] != before[name] for name in PREPARED_FILES) and staging_folders(prepared) == []
+    assert len(load_tokens(prepared / "tokens" / "val.bin", vocab_size=320)) > 0
+
+
+KILLED_PREPARE = """
+import os, pathlib, sys, time
+from lecture_utils import data
+stage, flag = sys.argv[1], pathlib.Path(sys.argv[2])
+if stage == "writing":  # stop right after the first token file is written into the staging folder
+    real = data.write_tokens
+    def write_tokens(*args, **kwargs):
+        meta = real(*args, **kwargs)
+        flag.touch()
+        time.sleep(60)
+        return meta
+    data.write_tokens = write_tokens
+else:  # "moving": stop after the first of the five renames
+    real = os.replace
+    def replace(src, dst):
+        real(src, dst)
+        flag.touch()
+        time.sleep(60)
+    os.replace = replace
+data.main(["prepare", "--data-dir", sys.argv[3], "--vocab-size", sys.argv[4]])
+"""
+
+
+def kill_prepare(folder: Path, stage: str, vocab: int) -> None:
+    """Run `prepare` on ``folder`` in a subprocess and SIGKILL it at ``stage``."""
+    flag = folder.parent / "flag"
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(KILLED_PREPARE), stage, str(flag), str(folder),
+                             str(vocab)], env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not flag.exists():
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "prepare never reached the point to kill it at"
+            time.sleep(0.02)
+        assert len(staging_folders(folder)) == 1  # it was writing: its staging folder is there
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+
+
+def test_a_kill_while_writing_leaves_the_old_files_byte_identical(prepared, capsys):
+    before = hashes(prepared)
+    kill_prepare(prepared, "writing", VOCAB + 100)
+    assert hashes(prepared) == before  # nothing moved in
+    stale = staging_folders(prepared)
+    assert len(stale) == 1 and (stale[0] / "tokens" / "train.bin").exists()
+    # The next prepare removes the dead run's staging folder, says so, and builds the same bytes.
+    assert data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", str(VOCAB)]) == 0
+    err = capsys.readouterr().err
+    assert one_line(err) == (f"removed {stale[0].name}, left by an interrupted prepare; "
+                             f"the files in {prepared} were untouched")
+    assert hashes(prepared) == before and staging_folders(prepared) == []
+
+
+def test_a_kill_while_moving_in_is_finished_by_the_next_prepare(prepared, tmp_path, capsys):
+    """The five renames take microseconds; a kill between them is completed, not left mixed."""
+    reference = tmp_path / "reference"
+    shutil.copytree(prepared / "corpus", reference / "corpus")
+    data_mod.prepare(reference, vocab_size=VOCAB + 100)
+    kill_prepare(prepared, "moving", VOCAB + 100)
+    stale = staging_folders(prepared)
+    assert len(stale) == 1 and (stale[0] / data_mod.COMMIT_MARKER).exists()
+    assert data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", str(VOCAB + 100)]) == 0
+    assert one_line(capsys.readouterr().err) == (f"finished moving in the files of an interrupted prepare "
+                                                 f"({stale[0].name})")
+    assert hashes(prepared) == hashes(reference) and staging_folders(prepared) == []
+
+
+def test_a_second_prepare_on_the_same_folder_is_refused(prepared, capsys):
+    import fcntl
+
+    before = hashes(prepared)
+    fd = os.open(prepared, os.O_RDONLY)  # what a running prepare holds
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with pytest.raises(SystemExit) as exit_:
+            data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "400"])
+    finally:
+        os.close(fd)
+    assert exit_.value.code == 2
+    assert one_line(capsys.readouterr().err) == (f"python -m lecture_utils.data: error: another `prepare` is "
+                                                 f"writing in {prepared}; wait for it to finish (the existing "
+                                                 f"files are unchanged)")
+    assert hashes(prepared) == before
+
+
+def test_a_corpus_that_is_not_utf8_is_one_line(prepared, capsys):
+    before = hashes(prepared)
+    (prepared / "corpus" / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    with pytest.raises(SystemExit) as exit_:
+        data_mod.main(["prepare", "--data-dir", str(prepared)])
+    assert exit_.value.code == 2
+    assert one_line(capsys.readouterr().err) == (f"python -m lecture_utils.data: error: "
+                                                 f"{prepared / 'corpus' / 'latin1.txt'}: not UTF-8 text "
+                                                 f"(invalid continuation byte at byte 3)")
+    assert hashes(prepared) == before and staging_folders(prepared) == []
+
+
+# --- item 7: a data set with a larger vocabulary than the model's
+
+
+def test_training_on_a_larger_vocabulary_is_one_line_not_an_index_error(tmp_path):
+    """`data prepare --vocab-size 16384`, then `train` (tiny model: 8192): ids up to 16383."""
+    folder = tmp_path / "data16k"
+    ids = np.random.default_rng(0).integers(0, 16384, 4000)
+    for split in ("train", "val"):
+        write_tokens(folder / "tokens" / f"{split}.bin", ids, 16384, tokenizer="data/tokenizer.json")
+    before = {p.name: p.read_bytes() for p in (folder / "tokens").iterdir()}
+    run = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "lecture_utils.train", "--config", "tiny", "--steps", "3",
+                           "--warmup", "0", "--batch-size", "4", "--seq-len", "32", "--val-every", "0",
+                           "--no-progress", "--out", str(run)], capture_output=True, text=True,
+                          env=env(LECTURE_DATA=str(folder), LECTURE_DEVICE="cpu"), cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and "IndexError" not in proc.stderr
+    train_bin = folder / "tokens" / "train.bin"
+    assert one_line(proc.stderr) == (
+        f"python -m lecture_utils.train: error: {train_bin}: its sidecar's vocab_size is 16384, larger than "
+        "the model's 8192 (token ids could index past the embedding); use data prepared with --vocab-size 8192 "
+        "or less, or a model with vocab_size >= 16384")
+    assert not (run / "checkpoint.pt").exists()
+    assert {p.name: p.read_bytes() for p in (folder / "tokens").iterdir()} == before
+
+
+def test_load_tokens_checks_the_vocabulary(prepared):
+    train_bin = prepared / "tokens" / "train.bin"
+    assert len(load_tokens(train_bin, vocab_size=VOCAB)) == len(load_tokens(train_bin, vocab_size=8192)) > 0
+    with pytest.raises(ValueError) as err:
+        load_tokens(train_bin, vocab_size=VOCAB - 1)
+    assert str(err.value).startswith(f"{train_bin}: its sidecar's vocab_size is {VOCAB}, larger than the "
+                                     f"model's {VOCAB - 1}")
+
+
+@pytest.mark.parametrize(("sidecar", "reason"), [
+    ('{"dtype": "uint16", "byte_order": "little", "vocab_size": 10, "n_tok', "invalid JSON"),
+    ("[1, 2]", "expected a JSON object"),
+    ('{"dtype": "uint16", "byte_order": "little", "vocab_size": "10", "n_tokens": 1, "sha256": ""}',
+     "'vocab_size' must be int, got '10'"),
+])
+def test_a_broken_sidecar_names_the_file(tmp_path, sidecar, reason):
+    write_tokens(tmp_path / "t.bin", np.arange(5), 10)
+    (tmp_path / "t.json").write_text(sidecar)
+    with pytest.raises(ValueError) as err:
+        load_tokens(tmp_path / "t.bin", vocab_size=10)
+    assert str(err.value).startswith(f"{tmp_path / 't.json'}: not a token sidecar") and reason in str(err.value)
+
+
+# --- item 10: device errors are RuntimeErrors (as torch's are) and still ValueErrors
+
+
+MISSING = "cuda:99"
+
+
+def test_a_missing_device_is_a_runtime_error_with_the_same_message():
+    expected = (f"device {MISSING!r} does not exist; valid: cuda:0 .. cuda:{torch.cuda.device_count() - 1}"
+                if torch.cuda.is_available() else f"device {MISSING!r} requested but CUDA is not available here")
+    for catch in (RuntimeError, ValueError, DeviceError):
+        with pytest.raises(catch) as err:
+            get_device(MISSING)
+        assert str(err.value) == expected
+    assert issubclass(DeviceError, RuntimeError) and issubclass(DeviceError, ValueError)
+
+
+@pytest.mark.parametrize("call", [
+    lambda d: get_device(d),
+    lambda d: get_batch(np.arange(100, dtype=np.uint16), 2, 8, d),
+    lambda d: Prefetcher(np.arange(100, dtype=np.uint16), 2, 8, d),
+    lambda d: setup(device=d),
+    lambda d: bench.matmul_flops_per_s(8, "fp32", d),
+    lambda d: bench.copy_bandwidth(1024, d),
+    lambda d: bench.peak_flops(d),
+    lambda d: hardware.detect(d),
+], ids=["get_device", "get_batch", "Prefetcher", "setup", "matmul_flops_per_s", "copy_bandwidth", "peak_flops",
+        "detect"])
+@pytest.mark.parametrize("device", [MISSING, "tpu", "mps:3"])
+def test_every_function_that_takes_a_device_raises_a_runtime_error(call, device):
+    with pytest.raises(RuntimeError) as err:
+        call(device)
+    assert isinstance(err.value, ValueError) and repr(device) in str(err.value)
+
+
+def test_the_trainer_cli_still_turns_a_device_error_into_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("LECTURE_DEVICE", raising=False)
+    with pytest.raises(SystemExit) as exit_:
+        train_cli.main(["--steps", "5", "--warmup", "0", "--out", str(tmp_path / "run"), "--device", MISSING])
+    assert exit_.value.code == 2
+    assert one_line(capsys.readouterr().err).endswith(f"error: device {MISSING!r} " + (
+        f"does not exist; valid: cuda:0 .. cuda:{torch.cuda.device_count() - 1}"
+        if torch.cuda.is_available() else "requested but CUDA is not available here"))
