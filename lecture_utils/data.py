@@ -18,6 +18,7 @@ import json
 import os
 import queue
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -342,7 +343,24 @@ def _fsync(path: Path) -> None:
 
 
 def _move_in(staging: Path, folder: Path) -> None:
-    """Rename every built file from ``staging`` over its place in ``folder``; then drop ``staging``."""
+    """Rename every built file from ``staging`` over its place in ``folder``; then drop ``staging``.
+
+    Ctrl-C and SIGTERM wait until the renames are done (SIGKILL cannot: the next ``prepare``
+    finishes the move); a Ctrl-C that came meanwhile is dropped, since the work is complete.
+    """
+    block = getattr(signal, "pthread_sigmask", None)  # not on Windows
+    previous = block(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}) if block else None
+    try:
+        _rename_all(staging, folder)
+    finally:
+        if block:
+            try:
+                block(signal.SIG_SETMASK, previous)
+            except KeyboardInterrupt:
+                pass
+
+
+def _rename_all(staging: Path, folder: Path) -> None:
     for name in PREPARED_FILES:
         if (staging / name).exists():  # absent: moved in already, by an interrupted run
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
@@ -404,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
         result = prepare(args.data_dir, args.vocab_size, echo=lambda line: print(line, file=sys.stderr))
     except (TypeError, ValueError) as err:
         parser.exit(2, f"{parser.prog}: error: {err}\n")
+    except KeyboardInterrupt:
+        parser.exit(130, f"{parser.prog}: interrupted (the existing files are unchanged)\n")
     except OSError as err:  # no corpus; disk full, read-only, another prepare: nothing replaced
         what = f"{err.strerror}: {err.filename}" if err.strerror and err.filename else str(err)
         parser.exit(2, f"{parser.prog}: error: {what} (the existing files are unchanged)\n")

@@ -128,6 +128,37 @@ def test_a_full_disk_midway_leaves_the_old_files(prepared, monkeypatch, capsys, 
     assert hashes(prepared) == before and staging_folders(prepared) == []
 
 
+def test_a_folder_without_write_permission_is_one_line(prepared, monkeypatch, capsys):
+    """EACCES making the staging folder (patched: the tests may run as root, which ignores modes)."""
+    before = hashes(prepared)
+
+    def denied(prefix, dir):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(dir))
+    monkeypatch.setattr(data_mod.tempfile, "mkdtemp", denied)
+    with pytest.raises(SystemExit) as exit_:
+        data_mod.main(["prepare", "--data-dir", str(prepared)])
+    assert exit_.value.code == 2
+    assert one_line(capsys.readouterr().err) == (f"python -m lecture_utils.data: error: Permission denied: "
+                                                 f"{prepared} (the existing files are unchanged)")
+    assert hashes(prepared) == before
+
+
+def test_ctrl_c_midway_leaves_the_old_files(prepared, monkeypatch, capsys):
+    before = hashes(prepared)
+    real = data_mod.write_tokens
+
+    def interrupted(path, *args, **kwargs):
+        real(path, *args, **kwargs)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(data_mod, "write_tokens", interrupted)
+    with pytest.raises(SystemExit) as exit_:
+        data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "400"])
+    assert exit_.value.code == 130
+    assert one_line(capsys.readouterr().err) == ("python -m lecture_utils.data: interrupted "
+                                                 "(the existing files are unchanged)")
+    assert hashes(prepared) == before and staging_folders(prepared) == []
+
+
 def test_prepare_replaces_the_files_only_when_complete(prepared, capsys):
     before = hashes(prepared)
     assert data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "320"]) == 0
