@@ -2,7 +2,8 @@
 
 ``save_checkpoint`` and ``load_checkpoint`` are lesson code from notebook 08 (exported
 below); ``read_checkpoint``, the file loader at the edge, turns every kind of bad file
-into one clear error.
+into one clear error, and checks the sha256 that the Trainer stores with its checkpoints
+(so bytes flipped inside the tensor data are caught, not loaded).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from lecture_utils.train.run import payload_digest
 
 CHECKPOINT = "checkpoint.pt"
 
@@ -61,6 +64,13 @@ def read_checkpoint(path: str | Path) -> dict:
     missing = {"model", "optimizer", "step", "rng"} - set(payload if isinstance(payload, dict) else ())
     if missing:
         raise ValueError(f"{path} is not a lecture_utils checkpoint (missing {sorted(missing)})")
+    extra = payload.get("extra")
+    saved = extra.get("sha256") if isinstance(extra, dict) else None
+    if saved is not None:  # the Trainer's checkpoints carry one (lecture_utils/train/run.py)
+        got = payload_digest(payload["model"], payload["optimizer"], payload["step"], payload["rng"])
+        if got != saved:
+            raise ValueError(f"{path} is corrupt: its contents do not match the sha256 saved with them "
+                             f"({got[:12]}... vs {saved[:12]}...); resume from an intact copy")
     return payload
 
 

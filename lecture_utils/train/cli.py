@@ -16,6 +16,7 @@ import torch.distributed as dist
 from lecture_utils.train.checkpoint import CHECKPOINT
 from lecture_utils.train.config import TrainConfig
 from lecture_utils.train.loop import Trainer
+from lecture_utils.train.run import RunError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,6 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "accumulation, autocast, validation, atomic checkpoints, OOM recovery.")
     p.add_argument("--out", type=Path, required=True, help="folder for checkpoint.pt and log.jsonl")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start over in an OUT that holds a run: moves it to OUT/previous-N/ (deletes nothing)")
+    p.add_argument("--allow-config-change", action="store_true",
+                   help="--resume with other optimisation settings (lr, batch size, ...): warn and log, not refuse")
     p.add_argument("--no-progress", action="store_true", help="no tqdm bar")
     hints = typing.get_type_hints(TrainConfig)
     for f in dataclasses.fields(TrainConfig):
@@ -47,16 +52,30 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
+    if args.resume and args.overwrite:
+        parser.error("--resume continues the run in --out, --overwrite moves it aside: pass one of them")
+    try:  # (Ctrl-C from here on: run() stops at a step boundary with a checkpoint saved)
         cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)})
-        trainer = Trainer(cfg, args.out, resume=args.resume, progress=not args.no_progress)
+        trainer = Trainer(cfg, args.out, resume=args.resume, progress=not args.no_progress,
+                          overwrite=args.overwrite, allow_config_change=args.allow_config_change)
     except (ValueError, TypeError) as err:
         parser.error(str(err))
+    except KeyboardInterrupt:
+        parser.exit(130, f"{parser.prog}: interrupted before the first step; nothing was changed\n")
+    except RunError as err:  # the folder could not be written (disk full, no permission)
+        parser.exit(1, f"{parser.prog}: error: {err}\n")
     except OSError as err:  # no checkpoint to resume; or --out is a file, under one, not writable
         resuming = args.resume and isinstance(err, FileNotFoundError)
         parser.error(f"{err} (nothing to resume)" if resuming else
                      f"cannot use --out {args.out}: {err.strerror or err}")
-    records = trainer.run()
+    try:
+        records = trainer.run()
+    except RunError as err:  # disk full or no permission mid-run: the last checkpoint is intact
+        parser.exit(1, f"{parser.prog}: error: {err}\n")
+    finally:
+        trainer.close()
+    if trainer.interrupted is not None:  # SIGINT/SIGTERM: a checkpoint was saved, one line said so
+        return 128 + trainer.interrupted
     if records:
         last = records[-1]
         trainer.say(f"step {last['step']}: loss {last['loss']:.4f}"

@@ -57,6 +57,7 @@ class TrainConfig:
             setattr(self, name, validate.integer(getattr(self, name), name, low=1))
         if self.warmup is None:
             self.warmup = min(DEFAULT_WARMUP, self.steps)
+            self.default_warmup = True  # not a field: --resume then keeps the run's own warm-up
         for name in ("val_every", "ckpt_every"):
             setattr(self, name, validate.integer(getattr(self, name), name, low=0))
         self.seed = validate.integer(self.seed, "seed", low=0, high=2**32 - 1)  # numpy's seed range

@@ -13,6 +13,8 @@ import dataclasses
 import json
 import math
 import os
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -26,10 +28,20 @@ from lecture_utils.flops import transformer_flops
 from lecture_utils.models import GPT, GPTConfig, get_config
 from lecture_utils.nn import cross_entropy
 from lecture_utils.optim import AdamW
-from lecture_utils.train.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
+from lecture_utils.train.checkpoint import (
+    CHECKPOINT,
+    load_checkpoint,
+    read_checkpoint,
+    rng_state,
+    save_checkpoint,
+)
 from lecture_utils.train.config import TrainConfig
+from lecture_utils.train.run import LOG, SUMMARY, RunFolder, payload_digest
 
-LOG = "log.jsonl"
+# What --resume compares with the checkpoint's run (besides the model's shape): a change is
+# refused unless allow_config_change (then warned about and logged). --steps may grow.
+OPTIMISATION_FIELDS = ("lr", "min_lr", "warmup", "weight_decay", "clip", "batch_size", "accum", "seed",
+                       "deterministic")
 
 
 # >>> lesson code from notebooks/08_training_loop.py: edit it there, then `make export`
@@ -130,7 +142,8 @@ class Trainer:
     """One training run: model, optimizer, data, and the loop. ``run()`` does the steps."""
 
     def __init__(self, cfg: TrainConfig, out: str | Path, *, resume: bool = False, progress: bool = True,
-                 model_overrides: dict | None = None, train_data=None, val_data=None, echo=print):
+                 model_overrides: dict | None = None, train_data=None, val_data=None, echo=print,
+                 overwrite: bool = False, allow_config_change: bool = False):
         cfg.validate()
         self.cfg, self.out, self.progress, self.echo = cfg, Path(out), progress, echo
         self.distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
@@ -163,6 +176,13 @@ class Trainer:
                                                                                 vocab_size=vocab)
         self.val_data = val_data if val_data is not None else load_tokens(tokens / "val.bin", vocab_size=vocab)
 
+        self.optimizer_name = cfg.optimizer or ("fused" if device.type == "cuda" else "lecture")
+        if self.optimizer_name == "fused" and device.type != "cuda":
+            raise ValueError("the fused AdamW runs on CUDA only; use --optimizer lecture")
+        self.config_change: dict | None = None  # --allow-config-change: goes into the next log record
+        if resume:  # another model or other settings are refused before anything is built
+            self._check_resume(read_checkpoint(Path(out) / CHECKPOINT), allow_config_change)
+
         model = GPT(self.model_cfg).to(device)
         self.raw_model = model
         if self.distributed:
@@ -172,9 +192,6 @@ class Trainer:
         # what train_step and evaluate call: the model, under autocast unless fp32
         self.step_model = self.model if self.precision == "fp32" else _Autocast(self.model, device.type,
                                                                               self.precision)
-        self.optimizer_name = cfg.optimizer or ("fused" if device.type == "cuda" else "lecture")
-        if self.optimizer_name == "fused" and device.type != "cuda":
-            raise ValueError("the fused AdamW runs on CUDA only; use --optimizer lecture")
         kw = {"lr": cfg.lr, "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": cfg.weight_decay}
         opt_cls = AdamW if self.optimizer_name == "lecture" else torch.optim.AdamW
         if self.optimizer_name == "fused":
@@ -190,15 +207,34 @@ class Trainer:
         self.step = 0
         self.flops_per_step = 3 * transformer_flops(**self.model_cfg.flops_kwargs(self.seq_len)) * cfg.batch_size
         self.peak = None
-        if resume:
-            self.step = load_checkpoint(self.out / CHECKPOINT, self.raw_model, self.optimizer,
-                                        generator=self.generator)
-            if self.step > cfg.steps:
-                raise ValueError(f"checkpoint is at step {self.step}, beyond --steps {cfg.steps}")
-            self._truncate_log()
-        elif self.rank == 0:
-            self.out.mkdir(parents=True, exist_ok=True)
-            (self.out / LOG).write_text("")
+        self.saved_step: int | None = None  # the step of the checkpoint on disk
+        self.logged: list[dict] = []  # the log's records kept on resume
+        self.interrupted: int | None = None  # the signal that stopped run()
+        # rank 0 owns --out: the lock, the log, the checkpoints (lecture_utils/train/run.py)
+        self.folder = RunFolder(self.out, echo=self.say) if self.rank == 0 else None
+        try:
+            if self.folder:
+                self.folder.acquire()
+                self.folder.clean_stale_temporaries()
+            if resume:
+                self.step = load_checkpoint(self.out / CHECKPOINT, self.raw_model, self.optimizer,
+                                            generator=self.generator)
+                if self.step > cfg.steps:
+                    raise ValueError(f"checkpoint is at step {self.step}, beyond --steps {cfg.steps}")
+                self.saved_step = self.step
+                if self.folder:
+                    self.logged = self.folder.clean_log(self.step)  # torn last line dropped, atomic
+            elif self.folder:
+                if overwrite:
+                    moved = self.folder.move_aside()
+                    if moved:
+                        self.say(f"--overwrite: moved the previous run to {moved}")
+                else:
+                    self.folder.refuse_existing(CHECKPOINT)
+                self.folder.write(LOG, "", what="start the log")
+        except BaseException:
+            self.close()
+            raise
 
     # -- helpers
 
@@ -206,13 +242,59 @@ class Trainer:
         if self.rank == 0:
             self.echo(message)
 
-    def _truncate_log(self) -> None:
-        """Drop log lines past the checkpoint: those steps are about to be redone."""
-        if self.rank != 0 or not (self.out / LOG).exists():
+    def close(self) -> None:
+        """Release --out's lock (also released when the process exits)."""
+        if self.folder:
+            self.folder.release()
+
+    def _resolved(self) -> dict:
+        return {"seq_len": self.seq_len, "precision": self.precision, "optimizer": self.optimizer_name}
+
+    def _check_resume(self, payload: dict, allow_change: bool) -> None:
+        """The checkpoint's run against this one: another model is refused; changed optimisation
+        settings are refused unless ``allow_change`` (then one warning, and logged)."""
+        extra = payload.get("extra") if isinstance(payload.get("extra"), dict) else {}
+        path = self.out / CHECKPOINT
+        saved_model, model = extra.get("config"), json.loads(json.dumps(dataclasses.asdict(self.model_cfg)))
+        if isinstance(saved_model, dict) and json.loads(json.dumps(saved_model)) != model:
+            diff = ", ".join(f"{k} {saved_model.get(k)} vs {v}" for k, v in model.items() if saved_model.get(k) != v)
+            was = (extra.get("train") or {}).get("config", "?")
+            raise ValueError(f"{path} holds another model than --config {self.cfg.config} ({diff}): resume "
+                             f"with the run's own --config {was}")
+        saved = {**{k: v for k, v in (extra.get("train") or {}).items() if k in OPTIMISATION_FIELDS},
+                 **(extra.get("resolved") or {})}
+        if getattr(self.cfg, "default_warmup", False) and "warmup" in saved:  # --warmup not given: the
+            self.cfg.warmup = min(saved["warmup"], self.cfg.steps)  # run's own, not min(20, the new --steps)
+        now = {**{k: getattr(self.cfg, k) for k in OPTIMISATION_FIELDS}, **self._resolved()}
+        changed = {k: [saved[k], now[k]] for k in now if k in saved and saved[k] != now[k]}
+        if not changed:
             return
-        kept = [ln for ln in (self.out / LOG).read_text().splitlines()
-                if ln.strip() and json.loads(ln)["step"] <= self.step]
-        (self.out / LOG).write_text("".join(ln + "\n" for ln in kept))
+        text = ", ".join(f"{k.replace('_', '-')} {a} -> {b}" for k, (a, b) in changed.items())
+        if not allow_change:
+            raise ValueError(f"--resume with settings that differ from {path}'s run ({text}): rerun with the "
+                             "run's own values, or pass --allow-config-change to continue with the new ones")
+        self.say(f"warning: resuming with changed settings: {text} (recorded in {LOG})")
+        self.config_change = changed
+
+    @contextlib.contextmanager
+    def _stop_on_signals(self):
+        """SIGINT/SIGTERM end the loop after the current step (run() saves a checkpoint); a second
+        one interrupts at once. Only in the main thread of a single-process run."""
+        if self.distributed or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def stop(signum, frame):
+            if self.interrupted is not None:
+                raise KeyboardInterrupt
+            self.interrupted = signum
+
+        old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for s, handler in old.items():
+                signal.signal(s, handler)
 
     def _mean(self, value: float) -> float:
         if not self.distributed:
@@ -266,8 +348,18 @@ class Trainer:
         return self.peak
 
     def run(self) -> list[dict]:
-        """Train from ``self.step`` to ``cfg.steps``; return the log records of this call."""
+        """Train from ``self.step`` to ``cfg.steps``; return the log records of this call.
+        SIGINT/SIGTERM stop it after the current step, with a checkpoint saved there."""
+        with self._stop_on_signals():
+            return self._run()
+
+    def _run(self) -> list[dict]:
         cfg, records = self.cfg, []
+        if self.step >= cfg.steps:
+            self.say(f"{self.out} is already at step {self.step} of --steps {cfg.steps}: nothing to train "
+                     "(pass a larger --steps to continue it)")
+            self._write_summary(records)
+            return records
         self.say(f"training {cfg.config} ({sum(p.numel() for p in self.raw_model.parameters()):,} params) "
                  f"on {self.device} x{self.world}, {self.precision}, optimizer: "
                  + ("lecture_utils.optim.AdamW" if self.optimizer_name == "lecture" else "torch.optim.AdamW(fused=True)")
@@ -279,7 +371,22 @@ class Trainer:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=cfg.steps, initial=self.step, desc="train", unit="step")
-        while self.step < cfg.steps:
+        self._loop(records, peak, bar)
+        if bar is not None:
+            bar.close()
+        if self.interrupted is not None:
+            if self.step != self.saved_step and self.step > 0:
+                self.save()
+            name = signal.Signals(self.interrupted).name
+            self.say(f"stopped by {name} at step {self.step} of {cfg.steps}: " +
+                     (f"checkpoint {self.out / CHECKPOINT} is at step {self.step}; continue with --resume"
+                      if self.step else "no step done, nothing saved"))
+        self._write_summary(records)
+        return records
+
+    def _loop(self, records: list[dict], peak: float, bar) -> None:
+        cfg = self.cfg
+        while self.step < cfg.steps and self.interrupted is None:
             lr = cosine_lr(self.step, cfg.lr, cfg.min_lr, cfg.warmup, cfg.steps)
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
@@ -294,19 +401,16 @@ class Trainer:
                       "mfu": self.flops_per_step / seconds / (peak * self.world)}
             if cfg.val_every and (self.step % cfg.val_every == 0 or self.step == cfg.steps):
                 record["val_loss"] = self._mean(evaluate(self.step_model, self._val_batches()))
+            if self.config_change:  # --allow-config-change: the first resumed step records it
+                record["config_change"], self.config_change = self.config_change, None
             records.append(record)
-            if self.rank == 0:
-                with open(self.out / LOG, "a") as f:
-                    f.write(json.dumps(record) + "\n")
+            if self.folder:
+                self.folder.append(record)
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}")
             if (cfg.ckpt_every and self.step % cfg.ckpt_every == 0) or self.step == cfg.steps:
                 self.save()
-        if bar is not None:
-            bar.close()
-        self._write_summary(records)
-        return records
 
     def _write_summary(self, records: list[dict]) -> None:
         """``summary.json``: where the run ended and each process's optimizer-state bytes."""
@@ -321,16 +425,26 @@ class Trainer:
             summary = {"step": self.step, "world_size": self.world, "zero1": self.cfg.zero1,
                        "optimizer_state_bytes_per_rank": per_rank,
                        "params": sum(p.numel() for p in self.raw_model.parameters()),
-                       "final_loss": records[-1]["loss"] if records else None}
-            (self.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+                       "final_loss": self._final_loss(records)}
+            self.folder.write(SUMMARY, json.dumps(summary, indent=2) + "\n", what="write the summary")
+
+    def _final_loss(self, records: list[dict]) -> float | None:
+        """This call's last loss; for a run resumed at its end, the log's record of that step."""
+        if records:
+            return records[-1]["loss"]
+        return next((r.get("loss") for r in reversed(self.logged) if r["step"] == self.step), None)
 
     def save(self) -> None:
         """Rank 0 writes the checkpoint (ZeRO-1 first gathers the optimizer's shards there)."""
         if self.cfg.zero1:
             self.optimizer.consolidate_state_dict(to=0)
         if self.rank == 0:
-            save_checkpoint(self.out / CHECKPOINT, self.raw_model, self.optimizer, self.step,
-                            generator=self.generator, config=dataclasses.asdict(self.model_cfg),
-                            train=dataclasses.asdict(self.cfg))
+            model_state, optimizer_state = self.raw_model.state_dict(), self.optimizer.state_dict()
+            digest = payload_digest(model_state, optimizer_state, self.step, rng_state(self.generator))
+            self.folder.save(save_checkpoint, self.out / CHECKPOINT, self.step, self.saved_step,
+                             self.raw_model, self.optimizer, self.step, generator=self.generator,
+                             config=dataclasses.asdict(self.model_cfg), train=dataclasses.asdict(self.cfg),
+                             resolved=self._resolved(), sha256=digest)
+        self.saved_step = self.step
         if self.distributed:
             dist.barrier()
