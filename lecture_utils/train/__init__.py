@@ -6,7 +6,8 @@
 Modules: ``config`` (TrainConfig, checked at the edge), ``checkpoint`` (RNG states,
 atomic checkpoints, safe loading), ``loop`` (the lesson's cosine_lr, clip_grad_norm,
 evaluate and train_step from notebook 08, and the Trainer built from them), ``cli``
-(the command line, generated from TrainConfig). The package imports lecture_utils,
+(the command line, generated from TrainConfig), ``run`` (RunFolder: the lock, the log,
+safe saves and their checksum). The package imports lecture_utils,
 never the reverse.
 """
 

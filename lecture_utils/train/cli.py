@@ -1,7 +1,13 @@
 """The command line, generated from ``TrainConfig``: one ``--flag`` per field, plus where to write.
 
     python -m lecture_utils.train --config tiny --steps 200 --out runs/tiny [--ckpt-every 50] [--resume]
+    python -m lecture_utils.train ... --out runs/tiny --overwrite   # start over; the old run -> runs/tiny/previous-1/
     torchrun --nproc_per_node=2 -m lecture_utils.train --config tiny --steps 200 --out runs/ddp [--zero1]
+
+Exit codes: 0 done; 2 a usage error (bad value, --out held by another trainer or holding a run
+without --resume/--overwrite, a corrupt checkpoint, a resume with another config); 1 a fault
+while writing (disk full, no permission: the last checkpoint is intact); 130/143 stopped by
+SIGINT/SIGTERM after saving a checkpoint at the current step (resume it with --resume).
 """
 
 from __future__ import annotations
