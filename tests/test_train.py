@@ -385,6 +385,7 @@ def test_sigkill_then_resume_is_bit_exact(tmp_path):
     (["--steps", "5", "--out", "x", "--warmup", "0", "--device", "cuda:99"], "cuda"),
     (["--steps", "5", "--out", "x", "--warmup", "0", "--zero1"], "torchrun"),
     (["--steps", "5", "--out", "x", "--seed", "4294967296"], "seed must be in [0, 4294967295]"),
+    (["--steps", "5", "--out", "x", "--seq-len", "0"], "seq_len must be in [2, inf), got 0"),  # was: 128
 ])
 def test_bad_arguments_exit_2_with_one_line(args, reason, capsys):
     with pytest.raises(SystemExit) as exit_:
