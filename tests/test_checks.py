@@ -24,6 +24,10 @@ def test_check_prints_one_line_on_success(capsys):
         ((4, 1), (4, 1), {}),
         ("abc", "abc", {}),
         (float("nan"), float("nan"), {}),
+        # passing counterparts of the tolerance must-fail cases below
+        (torch.tensor([1.0], dtype=torch.float64), torch.tensor([1.0 + 1e-6], dtype=torch.float64), {"rel": 1e-5}),
+        (np.array([1.0, 2.0]), np.array([1.0, 2.0]), {}),
+        (np.ones(2), np.ones(2) + 1e-6, {"abs": 1e-5}),
     ],
 )
 def test_check_accepts_equal_values(got, expected, kw, capsys):
@@ -41,6 +45,11 @@ def test_check_accepts_equal_values(got, expected, kw, capsys):
         (np.zeros(2), np.zeros(3), {"abs": 1.0}),
         ((4, 1), (1, 4), {}),
         (True, 1, {}),  # a bool is not a number here
+        # tolerances are honoured, not replaced by allclose's defaults (rtol=1e-5):
+        (torch.tensor([1.0], dtype=torch.float64), torch.tensor([1.0 + 1e-6], dtype=torch.float64), {"rel": 1e-9}),
+        (torch.tensor([1.0]), torch.tensor([1.0 + 1e-6]), {"rel": 1e-9}),  # in float32 1 + 1e-6 is 1 + 8 ulp, still not 1
+        (np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-12]), {}),  # exact for numpy means exact
+        (np.ones(2), np.ones(2) + 1e-6, {"abs": 1e-9}),
     ],
 )
 def test_check_fails_loudly_with_both_values(got, expected, kw, capsys):
