@@ -129,3 +129,58 @@ def test_detect_follows_the_device_policy(monkeypatch):
     assert detect() is hardware.ACCELERATORS["H200"]
     with pytest.raises(ValueError, match="'cuda:3' does not exist"):
         detect("cuda:3")
+
+
+# Every spec-sheet number of every entry, typed here from the datasheets (not from the
+# table): dense TFLOP/s, sparse (2:4) TFLOP/s, memory GB, memory bandwidth GB/s, host link,
+# host GB/s per direction. Dense tensor-core figures are the sheets' sparse ("*") figures
+# halved; fp32 runs on CUDA cores and has no sparse figure. PCIe x16 per direction:
+# Gen4 64 GB/s both ways -> 32, Gen5 128 GB/s both ways -> 64.
+SPEC_SHEETS = {
+    # NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB): FP32 19.5, TF32 156 (312*),
+    # BF16/FP16 312 (624*), no FP8; HBM2e 2,039 GB/s; PCIe Gen4.
+    "A100 SXM 80GB": ({"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312},
+                      {"tf32": 312, "bf16": 624, "fp16": 624}, 80, 2039, "PCIe Gen4 x16", 32),
+    # NVIDIA H100 Tensor Core GPU datasheet (SXM): FP32 67, TF32 989*, BF16/FP16 1,979*,
+    # FP8 3,958*; 80 GB HBM3 at 3.35 TB/s; PCIe Gen5.
+    "H100 SXM": ({"fp32": 67, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5, "fp8": 1979},
+                 {"tf32": 989, "bf16": 1979, "fp16": 1979, "fp8": 3958}, 80, 3350, "PCIe Gen5 x16", 64),
+    # NVIDIA H100 Tensor Core GPU datasheet (PCIe): FP32 51, TF32 756*, BF16/FP16 1,513*,
+    # FP8 3,026*; 80 GB HBM2e at 2 TB/s; PCIe Gen5.
+    "H100 PCIe": ({"fp32": 51, "tf32": 378, "bf16": 756.5, "fp16": 756.5, "fp8": 1513},
+                  {"tf32": 756, "bf16": 1513, "fp16": 1513, "fp8": 3026}, 80, 2000, "PCIe Gen5 x16", 64),
+    # NVIDIA H200 Tensor Core GPU datasheet (SXM): H100 SXM compute; 141 GB HBM3e at 4.8 TB/s.
+    "H200": ({"fp32": 67, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5, "fp8": 1979},
+             {"tf32": 989, "bf16": 1979, "fp16": 1979, "fp8": 3958}, 141, 4800, "PCIe Gen5 x16", 64),
+    # NVIDIA HGX B200 / DGX B200 datasheets, 8-GPU figures / 8: FP32 600 -> 75,
+    # TF32 18 PF* -> 2.25 PF*, BF16/FP16 36 PF* -> 4.5 PF*, FP8 72 PF* -> 9 PF*;
+    # 1,440 GB -> 180 GB HBM3e; 64 TB/s -> 8 TB/s.
+    "B200": ({"fp32": 75, "tf32": 1125, "bf16": 2250, "fp16": 2250, "fp8": 4500},
+             {"tf32": 2250, "bf16": 4500, "fp16": 4500, "fp8": 9000}, 180, 8000, "PCIe Gen5 x16", 64),
+    # AMD Instinct MI300X accelerator datasheet: FP32 vector 163.4, TF32 653.7 (1307.4*),
+    # BF16/FP16 1307.4 (2614.9*), FP8 2614.9 (5229.8*); 192 GB HBM3 at 5.3 TB/s.
+    "MI300X": ({"fp32": 163.4, "tf32": 653.7, "bf16": 1307.4, "fp16": 1307.4, "fp8": 2614.9},
+               {"tf32": 1307.4, "bf16": 2614.9, "fp16": 2614.9, "fp8": 5229.8}, 192, 5300, "PCIe Gen5 x16", 64),
+    # NVIDIA Ada GPU architecture whitepaper, RTX 4090 (FP32 accumulate): FP32 82.6,
+    # TF32 82.6 (165.2*), BF16/FP16 165.2 (330.4*), FP8 330.3 (660.6*); 24 GB GDDR6X at
+    # 1,008 GB/s; PCIe Gen4.
+    "RTX 4090": ({"fp32": 82.6, "tf32": 82.6, "bf16": 165.2, "fp16": 165.2, "fp8": 330.3},
+                 {"tf32": 165.2, "bf16": 330.4, "fp16": 330.4, "fp8": 660.6}, 24, 1008, "PCIe Gen4 x16", 32),
+    # NVIDIA L4 Tensor Core GPU datasheet: FP32 30.3, TF32 120*, BF16/FP16 242*, FP8 485*;
+    # 24 GB GDDR6 at 300 GB/s; PCIe Gen4 x16 64 GB/s both ways.
+    "L4": ({"fp32": 30.3, "tf32": 60, "bf16": 121, "fp16": 121, "fp8": 242.5},
+           {"tf32": 120, "bf16": 242, "fp16": 242, "fp8": 485}, 24, 300, "PCIe Gen4 x16", 32),
+}
+
+
+def test_every_spec_sheet_number_of_every_entry():
+    """One table, typed from the datasheets: a changed figure (H100 PCIe fp32 51 -> 67,
+    B200 memory 180 -> 192 GB, L4 bandwidth 300 -> 3000 GB/s) fails here by name."""
+    assert set(ACCELERATORS) == set(SPEC_SHEETS)
+    for name, (dense, sparse, memory_gb, hbm_gbs, link, link_gbs) in SPEC_SHEETS.items():
+        acc = ACCELERATORS[name]
+        assert dict(acc.dense_flops) == pytest.approx({k: v * 1e12 for k, v in dense.items()}, rel=1e-12), name
+        assert dict(acc.sparse_flops) == pytest.approx({k: v * 1e12 for k, v in sparse.items()}, rel=1e-12), name
+        assert acc.memory_bytes == pytest.approx(memory_gb * 1e9, rel=1e-12), name
+        assert acc.hbm_bandwidth == pytest.approx(hbm_gbs * 1e9, rel=1e-12), name
+        assert (acc.host_link, acc.host_bandwidth) == (link, pytest.approx(link_gbs * 1e9, rel=1e-12)), name
