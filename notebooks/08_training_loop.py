@@ -33,6 +33,7 @@ device = setup()
 
 # %%
 import copy
+import inspect
 import math
 import os
 import shutil
@@ -48,7 +49,7 @@ from lecture_utils import check, check_raises, cuda_only, measured
 from lecture_utils.data import data_dir, get_batch, load_tokens
 from lecture_utils.flops import training_days, transformer_flops
 from lecture_utils.memory import bytes_per_param, max_params_that_fit, param_breakdown
-from lecture_utils.models import GPT, get_config
+from lecture_utils.models import GPT, get_config, n_params
 from lecture_utils.optim import AdamW
 from lecture_utils.train import TrainConfig, Trainer, read_checkpoint, rng_state, seed_everything, set_rng_state
 
@@ -132,9 +133,13 @@ check("AdamW keeps m and v for every parameter",
 optimizer.zero_grad(set_to_none=True)
 check("zero_grad(set_to_none=True) frees the gradients (None, not zeros)",
       all(p.grad is None for p in model.parameters()), True)
+check("set_to_none=True is zero_grad's default (since PyTorch 2.0)",
+      inspect.signature(torch.optim.Optimizer.zero_grad).parameters["set_to_none"].default, True)
 
 # %% [markdown]
-# (`set_to_none=True`: one memory write fewer, and the next `backward()` *assigns*.) The
+# (`set_to_none=True`: one memory write fewer, and the next `backward()` *assigns*; it has
+# been `zero_grad`'s default since PyTorch 2.0, so the notes' advice is now written out only
+# for clarity.) The
 # notes list what production adds to these six lines: seeds, checkpoints, an LR schedule,
 # gradient clipping, mixed precision, logging and validation, and OOM recovery (in
 # `Trainer`: on CUDA out-of-memory it halves the micro-batch and accumulates twice as
@@ -363,8 +368,9 @@ check("(0.1 + 0.2) + 0.3", (0.1 + 0.2) + 0.3, 0.6000000000000001)
 check("0.1 + (0.2 + 0.3)", 0.1 + (0.2 + 0.3), 0.6)
 
 # %% [markdown]
-# So another thread count, or a GPU kernel that accumulates with `atomicAdd` (the backward
-# of an embedding lookup, `index_add_`), changes the last bits.
+# So another thread count, or a GPU kernel that accumulates with `atomicAdd` (on CUDA
+# `index_add_`, `scatter_add_` and `index_put_(accumulate=True)`, which torch's
+# `use_deterministic_algorithms` docs list as nondeterministic), changes the last bits.
 # `seed_everything(seed, deterministic=True)` calls `torch.use_deterministic_algorithms(True)`:
 # torch picks deterministic kernels or raises where none exists, at some cost in speed. On
 # the CPU the kernels here are deterministic already.
@@ -577,19 +583,32 @@ if cuda_only(device, "the CUDA autocast dtype list"):
 # %% [markdown]
 # Which ops autocast keeps in fp32 is a per-device list: on CUDA softmax, layer norm,
 # `exp`, `sum` and the losses, as the notes say; on the CPU (torch 2.13) only a few, the
-# losses among them, so softmax and layer norm run in bf16 after a matmul. That is why
-# our `cross_entropy` casts its logits to fp32 itself.
-#
+# losses among them, so softmax and layer norm *return* bf16 after a matmul. Inside, their
+# kernels still accumulate in fp32 (torch's "opmath" type), which is what the notes mean by
+# "accumulate in fp32"; only the stored output is bf16. Two sums of 10,000 bf16 numbers show
+# it (a bf16 accumulator would stall at 256). Our `cross_entropy` casts its logits to fp32
+# itself so that its output is fp32 too.
+
+# %%
+check("a bf16 sum of 10,000 ones accumulates in fp32 (10,000 rounded to bf16)",
+      torch.ones(10_000, dtype=torch.bfloat16).sum().item(), 9984.0)
+check("a bf16 softmax over 10,000 zeros: each 1/10,000 (fp32 denominator)",
+      torch.softmax(torch.zeros(10_000, dtype=torch.bfloat16), 0)[0].item(), 1e-4, rel=4e-3)
+
+# %% [markdown]
 # ### Why fp16 needs loss scaling and bf16 does not
 #
 # fp16 has 5 exponent bits: its smallest positive (subnormal) number is about
-# $6 \times 10^{-8}$, and anything smaller rounds to 0. Small gradients do get that small.
+# $6 \times 10^{-8}$ ($2^{-24}$); a value below half of it ($2^{-25} \approx 3 \times 10^{-8}$)
+# rounds to 0, one just above rounds up to $6 \times 10^{-8}$. Small gradients do get that small.
 # bf16 has fp32's 8 exponent bits, so it represents the same range as fp32 (with only 7
 # mantissa bits). A gradient of $10^{-8}$:
 
 # %%
 check("bf16: 1e-8 survives (to 3 digits)", torch.tensor(1e-8).bfloat16().item(), 1e-8, rel=4e-3)
 check("fp16's smallest subnormal", torch.finfo(torch.float16).smallest_normal * 2**-10, 2**-24)
+check("fp16: 3e-8 rounds up to 2^-24, 2.9e-8 rounds to 0",
+      (torch.tensor(3e-8).half().item(), torch.tensor(2.9e-8).half().item()), (2**-24, 0.0))
 # a backward pass in fp16: the weight's gradient is x * upstream, all tiny
 w16 = torch.ones(4, dtype=torch.float16, requires_grad=True)
 x16 = torch.full((4,), 1e-4, dtype=torch.float16)
@@ -597,7 +616,10 @@ x16 = torch.full((4,), 1e-4, dtype=torch.float16)
 check("fp16 backward: the gradient is all zeros", w16.grad.abs().max().item(), 0.0)
 
 # loss scaling: multiply the loss by 2**14, backpropagate, divide in fp32 before the step
-# (2**16 = 65536 would itself overflow fp16, whose largest number is 65504)
+# (in this toy the whole graph is fp16, so the scaled loss itself must stay below fp16's
+# largest number 65504 and 2**16 = 65536 would overflow; with an fp32 loss, as under
+# autocast, torch.amp.GradScaler starts at 2**16 and halves it only when gradients overflow)
+check("GradScaler's default initial scale (fp32 loss)", torch.amp.GradScaler("cpu").get_scale(), 65536.0)
 scale = 2.0**14
 w16.grad = None
 ((w16 * x16 * 1e-4).sum() * scale).backward()
@@ -620,8 +642,11 @@ check("bf16 backward without scaling: the gradient survives", wbf.grad.float(), 
 #
 # fp32 AdamW pays 4 bytes each for weights, gradient, $m$ and $v$: 16 per parameter. Mixed
 # precision (§1.2) pays bf16 weights (2) + bf16 gradients (2) + fp32 master (4) + $m$ (4) +
-# $v$ (4) = 16, and `torch.autocast` keeps fp32 weights and gradients (4 + 4 + 4 + 4; its
-# bf16 copies are per-op temporaries). Both measured after one step of the tiny GPT:
+# $v$ (4) = 16, and `torch.autocast` keeps fp32 weights and gradients (4 + 4 + 4 + 4). Its
+# bf16 weight copies are not counted here but are not free: with the default
+# `cache_enabled=True` each weight's cast is cached for the whole autocast region, and the
+# copies saved for backward live until backward, about 2 bytes per parameter more at the
+# peak. Both measured after one step of the tiny GPT:
 
 # %%
 def per_param(parts, n):
@@ -634,6 +659,7 @@ def adam_parts(optimizer, params):
             "adam v": [optimizer.state[p]["exp_avg_sq"] for p in params]}
 
 
+check("autocast caches its weight casts by default (cache_enabled=True)", torch.is_autocast_cache_enabled(), True)
 seed_everything(0)
 x, y = get_batch(train_data, batch_size, seq_len, CPU)
 
@@ -723,11 +749,17 @@ measured("tokens/s (median of steps 4-15)", statistics.median(r["tokens_per_s"] 
 measured("MFU (median of steps 4-15)", statistics.median(r["mfu"] for r in later))
 
 # %% [markdown]
-# On a GPU: the `gpu` config (about GPT-2 small), bf16 autocast and torch's fused AdamW,
+# On a GPU: the `gpu` config (GPT-2 small's shape: 12 layers, width 768; untied with the
+# vocabulary padded to 50304 it has 163,026,432 parameters, 123.6M without the token and
+# position tables, the $N$ of $6ND$), bf16 autocast and torch's fused AdamW,
 # 10 steps of 8 × 1024 tokens, against the GPU's dense bf16 peak. Then the scratch folder
 # of this notebook's checkpoints is removed.
 
 # %%
+with torch.device("meta"):  # shapes only, no memory
+    gpt2_shape = GPT(get_config("gpu"))
+check("gpu config: parameters (untied, vocab 50304)", n_params(gpt2_shape), 163_026_432)
+check("gpu config: without the token and position tables", n_params(gpt2_shape, non_embedding=True), 123_606_528)
 if cuda_only(device, "GPT-2 small in bf16 with fused AdamW"):
     gpu_cfg = TrainConfig(config="gpu", steps=10, batch_size=8, seq_len=1024, warmup=2, val_every=0,
                           device="cuda", precision="bf16", optimizer="fused", seed=0)
@@ -786,7 +818,7 @@ check("fp16 with loss scale 2^14: which survive", ((grads * 2**14).half() != 0).
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Answer. C = 6 * 70e9 * 15e12 = 6.3e24 FLOPs. Effective throughput = 989.5e12 * 0.4 *
 # 1024 ≈ 4.05e17 FLOP/s, so the run takes 6.3e24 / 4.05e17 ≈ 1.55e7 s ≈ 180 days (the
-# spec sheet's 1979 TFLOP/s is the 2:1 sparse figure; with it you would say 90 days).
+# spec sheet's 1979 TFLOP/s is the 2:4 structured-sparsity figure; with it you would say 90 days).
 flops_q4 = 6 * 70e9 * 15e12
 throughput = 989.5e12 * 0.4 * 1024
 days_q4 = flops_q4 / throughput / 86_400
