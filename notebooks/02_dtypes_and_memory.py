@@ -444,9 +444,23 @@ check("mixed bf16 AdamW: 2 + 2 + 4 + 4 + 4", tuple(param_breakdown("mixed_bf16_a
 
 # %% [markdown]
 # So **mixed precision saves compute time and activation memory, not optimizer
-# state**. An H100's peak bf16 matmul throughput is about 15× its fp32 peak (§3.4), and bf16
-# activations take half the memory, but the 16 bytes per parameter remain. That is why the big memory
-# savings come from *sharding* the optimizer state (ZeRO / FSDP, Lectures 7–8).
+# state**. An H100 SXM's dense bf16 tensor-core peak (989.5 TFLOP/s) is 2× its TF32
+# tensor-core peak (494.5) and about 15× its fp32 CUDA-core peak (67; §3.4). The 15× is
+# what a plain fp32 matmul gets: PyTorch's default `torch.get_float32_matmul_precision()`
+# is `"highest"`, which uses no TF32, so fp32 runs on the CUDA cores unless you opt in
+# (`torch.set_float32_matmul_precision("high")`). bf16 activations also take half the
+# memory, but the 16 bytes per parameter remain. That is why the big memory savings come
+# from *sharding* the optimizer state (ZeRO / FSDP, Lectures 7–8).
+
+# %%
+from lecture_utils.hardware import ACCELERATORS
+
+h100_peaks = ACCELERATORS["H100 SXM"].dense_flops
+check("H100 SXM dense bf16 / TF32 (both tensor cores): 2x", h100_peaks["bf16"] / h100_peaks["tf32"], 2.0, rel=2e-3)
+check("H100 SXM dense bf16 / fp32 (CUDA cores), 1 decimal", round(h100_peaks["bf16"] / h100_peaks["fp32"], 1), 14.8)
+check("torch's default fp32 matmul precision (no TF32)", torch.get_float32_matmul_precision(), "highest")
+
+# %% [markdown]
 #
 # Other optimizers keep fewer statistics:
 
@@ -502,8 +516,11 @@ check("everything else = 16 bytes * n_params", sum(parts.values()) - parts["step
 # Now the same check for the two mixed-precision recipes.
 #
 # * **`torch.autocast`** (what §8.3 of the notes shows) runs the matmuls in bf16, but the
-#   parameters stay fp32 and so do their gradients. The bf16 copies are per-op
-#   temporaries, which count as activation memory. Still 16 bytes.
+#   parameters stay fp32 and so do their gradients. Its bf16 weight copies are transient
+#   but not per-op: with the default `cache_enabled=True` each weight's cast is cached for
+#   the whole autocast region, and the copies saved for backward live until backward
+#   (about 2 bytes per parameter more at the peak, counted as activation memory). Still
+#   16 bytes of training state.
 # * **bf16 weights + fp32 master** (the notes' 2 + 2 + 4 + 4 + 4): the model itself is in
 #   bf16, and AdamW updates an fp32 copy. The gradient is converted to fp32 just for the
 #   step and then freed. A system that kept a full fp32 gradient as well would pay 20 bytes
@@ -511,6 +528,7 @@ check("everything else = 16 bytes * n_params", sum(parts.values()) - parts["step
 
 # %%
 # autocast: bf16 compute, fp32 parameters and gradients
+check("autocast caches its weight casts by default (cache_enabled=True)", torch.is_autocast_cache_enabled(), True)
 model_ac = copy.deepcopy(model)
 params_ac = list(model_ac.parameters())
 opt_ac = torch.optim.AdamW(params_ac, lr=1e-3)
