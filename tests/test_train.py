@@ -94,6 +94,23 @@ def test_clip_grad_norm_edge_cases():
             train.clip_grad_norm([p], bad)
 
 
+@pytest.mark.parametrize(("scale", "max_norm"), [(1e-7, 1e-8), (3e-7, 1e-7), (1e-6, 1e-7), (1e-8, 1.0)])
+def test_clip_grad_norm_matches_torch_for_tiny_gradients(scale, max_norm):
+    """Norms near or below 1e-6, where the 1e-6 in max_norm / (norm + 1e-6) decides the result:
+    at norm 1e-6 and max_norm 1e-7 torch scales by 1e-7 / 2e-6 = 0.05, not 0.1."""
+    torch.manual_seed(1)
+    a = [torch.nn.Parameter(torch.zeros(4, 3)) for _ in range(2)]
+    b = [torch.nn.Parameter(torch.zeros(4, 3)) for _ in range(2)]
+    for pa, pb in zip(a, b, strict=True):
+        pa.grad = torch.randn(4, 3) * scale
+        pb.grad = pa.grad.clone()
+    ours = train.clip_grad_norm(a, max_norm)
+    theirs = torch.nn.utils.clip_grad_norm_(b, max_norm)
+    torch.testing.assert_close(ours, theirs)
+    for pa, pb in zip(a, b, strict=True):
+        torch.testing.assert_close(pa.grad, pb.grad, rtol=1e-5, atol=0)
+
+
 # --- cosine_lr
 
 def test_cosine_lr_shape():
@@ -220,6 +237,27 @@ def test_save_is_atomic(tmp_path, monkeypatch):
     assert train.read_checkpoint(path)["step"] == 1
 
 
+def test_save_fsyncs_the_file_with_all_its_bytes_and_then_the_folder(tmp_path, monkeypatch):
+    """Durable, not only atomic: the file is fsynced with all its bytes written (its size at
+    fsync time is the final size) before the rename, and the folder after it."""
+    import stat
+
+    model, opt = _tiny_model_and_optimizer()
+    path = tmp_path / "run" / "c.pt"
+    synced, real_fsync = [], os.fsync
+
+    def recording_fsync(fd):
+        st = os.fstat(fd)
+        synced.append((st.st_ino, stat.S_ISDIR(st.st_mode), st.st_size))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    train.save_checkpoint(path, model, opt, 1)
+    final, folder = os.stat(path), os.stat(path.parent)
+    assert [(ino, is_dir) for ino, is_dir, _ in synced] == [(final.st_ino, False), (folder.st_ino, True)]
+    assert synced[0][2] == final.st_size  # nothing was left in Python's buffer when it was synced
+
+
 def test_seed_everything_and_deterministic_switch():
     assert train.seed_everything is device.seed_all  # one seeding function, two names
     train.seed_everything(5, deterministic=True)
@@ -246,6 +284,29 @@ def test_trainer_loss_falls_and_logs_every_step(tmp_path):
     lines = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
     assert lines == records
     assert set(lines[0]) >= {"step", "loss", "lr", "grad_norm", "tokens_per_s", "mfu"}
+
+
+@pytest.mark.parametrize("world", [1, 2])
+def test_logged_tokens_per_s_and_mfu_from_a_fixed_peak_and_clock(tmp_path, monkeypatch, world):
+    """A fixed peak (no measurement) and a clock that advances 0.25 s per reading, so every step
+    takes exactly 0.25 s. world=2 is rank 0 of two processes (it trains its half of each batch):
+    the MFU divides by the peak of *both* devices, so it is half the one-process MFU."""
+    import types
+
+    cfg = train.TrainConfig(steps=2, batch_size=4, seq_len=32, warmup=0, val_every=0)
+    tokens = np.random.default_rng(0).integers(0, 8192, 4096, dtype=np.uint16)  # no 100 MB file to verify
+    trainer = train.Trainer(cfg, tmp_path, progress=False, echo=lambda m: None, train_data=tokens, val_data=tokens)
+    trainer.world = world
+    trainer.peak = 1e9  # FLOP/s per device, instead of the benchmark
+    ticks = iter(range(1000))
+    monkeypatch.setattr(train.loop, "time", types.SimpleNamespace(perf_counter=lambda: 0.25 * next(ticks)))
+    records = trainer.run()
+    assert [r["tokens_per_s"] for r in records] == [512.0, 512.0]  # 4 sequences x 32 tokens / 0.25 s
+    flops = trainer.flops_per_step  # forward + backward of the global batch of 4
+    expected_mfu = flops / 0.25 / (1e9 * world)  # 1 process: flops * 4e-9; 2 processes: flops * 2e-9
+    assert [r["mfu"] for r in records] == [pytest.approx(expected_mfu, rel=1e-12)] * 2
+    logged = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert [(r["tokens_per_s"], r["mfu"]) for r in logged] == [(r["tokens_per_s"], r["mfu"]) for r in records]
 
 
 def test_out_of_memory_halves_the_micro_batch(tmp_path, monkeypatch):
