@@ -64,6 +64,16 @@ def test_same_distribution_as_the_lecture_version():
     starts = torch.randint(len(data) - 64 - 1, (16,))
     expected = torch.from_numpy(data[starts.numpy()[:, None] + np.arange(65)].astype(np.int64))
     assert torch.equal(x_lecture, expected[:, :-1]) and torch.equal(y_lecture, expected[:, 1:])
+    # get_batch, same global RNG stream, against windows cut one by one from the starts
+    # it must draw: randint(len - seq_len) = randint(4936), every start 0..4935 allowed.
+    torch.manual_seed(7)
+    starts = torch.randint(len(data) - 64, (16,)).tolist()
+    x_expected = torch.tensor(np.stack([data[s:s + 64] for s in starts]).astype(np.int64))
+    y_expected = torch.tensor(np.stack([data[s + 1:s + 65] for s in starts]).astype(np.int64))
+    torch.manual_seed(7)
+    x, y = get_batch(data, 16, 64, "cpu")
+    assert (x.dtype, x.shape, x.device.type) == (torch.int64, (16, 64), "cpu")
+    assert torch.equal(x, x_expected) and torch.equal(y, y_expected)
 
 
 def test_generator_makes_sampling_reproducible_and_checkpointable():

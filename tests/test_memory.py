@@ -196,9 +196,24 @@ def test_mixed_precision_breakdown_from_the_lecture():
     assert bf16_part == parts["weights (bf16)"] + parts["gradients (bf16)"]
 
 
+# Bytes per parameter, typed from §2 of the notes (4 B per fp32 value, 2 B per bf16 value).
+RECIPE_BYTES = {
+    "fp32_adamw": ({"weights": 4, "gradients": 4, "adam m": 4, "adam v": 4}, 16),  # 4 + 4 + 4 + 4
+    "mixed_bf16_adamw": ({"weights (bf16)": 2, "gradients (bf16)": 2, "master weights": 4, "adam m": 4,
+                          "adam v": 4}, 16),  # 2 + 2 + 4 + 4 + 4
+    "autocast_bf16_adamw": ({"weights": 4, "gradients": 4, "adam m": 4, "adam v": 4}, 16),  # fp32 params
+    "fp32_sgd": ({"weights": 4, "gradients": 4}, 8),  # 4 + 4: plain SGD keeps no state
+    "fp32_sgd_momentum": ({"weights": 4, "gradients": 4, "momentum": 4}, 12),  # 4 + 4 + 4
+    "fp32_adagrad": ({"weights": 4, "gradients": 4, "sum of squared grads": 4}, 12),  # 4 + 4 + 4
+}
+
+
 def test_every_recipe_has_a_breakdown_that_sums_to_its_total():
-    for name in RECIPES:
-        assert sum(param_breakdown(name).values()) == bytes_per_param(name)
+    assert set(RECIPES) == set(RECIPE_BYTES)
+    for name, (parts, total) in RECIPE_BYTES.items():
+        assert dict(param_breakdown(name)) == parts, name
+        assert bytes_per_param(name) == total, name
+        assert sum(param_breakdown(name).values()) == bytes_per_param(name), name
 
 
 @pytest.mark.parametrize(("bad", "error"), [("adam", ValueError), ("fp32", ValueError), (16, TypeError)])
