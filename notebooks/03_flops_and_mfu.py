@@ -335,17 +335,19 @@ acc = detect(device)
 if acc is not None:
     roof_peak, roof_bw = acc.peak("fp32"), acc.hbm_bandwidth
     measured("ceilings", f"{acc.name} spec sheet (fp32 peak, HBM bandwidth)")
+    assert all(rate <= roof_peak for _, _, rate in mm_points), "an fp32 matmul beat the spec sheet"
 else:
     roof_peak = peak_flops(device, "fp32", min_run_time=0.1).flops_per_s
     copy_bytes = 2**30 if ON_GPU else 64 * 2**20
     roof_bw = copy_bandwidth(copy_bytes, device, min_run_time=0.1)
-    roof_peak = max(roof_peak, *(rate for _, _, rate in mm_points))  # a roof no point beats
+    best = max(rate for _, _, rate in mm_points)
+    measured("best matmul plotted / measured peak", best / roof_peak)
+    roof_peak = max(roof_peak, best)  # a roof no point beats
     measured("ceilings", f"measured on {device.type} (fp32 matmul peak, "
              f"{copy_bytes // 2**20} MiB copy)")
 measured("peak", roof_peak / 1e9, "GFLOP/s")
 measured("bandwidth", roof_bw / 1e9, "GB/s")
 measured("ridge point", roof_peak / roof_bw, "FLOP/byte")
-check("no matmul point lies above the flat roof", all(rate <= roof_peak for _, _, rate in mm_points), True)
 
 fig = plot_roofline(ew_points + mm_points, roof_peak, roof_bw,
                     title=f"fp32 roofline on {device.type}: sin(x)+x*x (eager) and square matmuls")
