@@ -117,6 +117,33 @@ for name, i in infos.items():
           f"{i.smallest_subnormal:>19.4g} {i.eps:>10.4g}")
 
 # %% [markdown]
+# ### The role each dtype plays in training
+#
+# The notes' table has one more column: what each format is *for* in a training run.
+# Wider formats hold the numbers that accumulate many small changes; narrower ones feed
+# the matmuls, whose outputs are accumulated in fp32 inside the kernel.
+
+# %%
+ROLE = {
+    "float32": "master weights, optimizer state (Adam m, v), accumulation",
+    "float16": "activations / matmul inputs under autocast, with loss scaling",
+    "bfloat16": "activations / matmul inputs under autocast (no loss scaling)",
+    "float8_e4m3fn": "forward matmul inputs (weights, activations): more precision",
+    "float8_e5m2": "gradients in backward: more range",
+    "int8": "quantised inference (weights, sometimes activations)",
+}
+for name, role in ROLE.items():
+    nbytes = infos[name].bytes if name in infos else torch.iinfo(getattr(torch, name)).bits // 8
+    print(f"{name:<14} {nbytes} B  {role}")
+check("every float in the table has a role", set(FLOATS) <= set(ROLE), True)
+check("int8 is 1 byte, range -128..127",
+      (torch.iinfo(torch.int8).bits // 8, torch.iinfo(torch.int8).min, torch.iinfo(torch.int8).max),
+      (1, -128, 127))
+check("e4m3 trades range for precision vs e5m2 (mantissa bits, max)",
+      (infos["float8_e4m3fn"].mantissa_bits, infos["float8_e5m2"].mantissa_bits,
+       infos["float8_e4m3fn"].max < infos["float8_e5m2"].max), (3, 2, True))
+
+# %% [markdown]
 # Checked against the table in the notes: the bit layouts, the byte counts, and the three
 # maxima the notes quote.
 
