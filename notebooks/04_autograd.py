@@ -288,6 +288,26 @@ measured("backward / forward time", t_backward / t_forward)
 # the FLOP count ignores.
 
 # %% [markdown]
+# The same two passes side by side, in both currencies: FLOPs (counted, exact) on the
+# left, milliseconds (measured on this machine) on the right. The dashed line marks
+# twice the forward bar.
+
+# %%
+fig, (ax_f, ax_t) = plt.subplots(1, 2, figsize=(10, 5))
+for ax, (fwd, bwd), unit in ((ax_f, (t_flops.forward / 1e9, t_flops.backward / 1e9), "GFLOP"),
+                             (ax_t, (t_forward * 1e3, t_backward * 1e3), "ms")):
+    ax.bar(["forward", "backward"], [fwd, bwd], color=["tab:blue", "tab:orange"])
+    ax.axhline(2 * fwd, color="0.3", linestyle="--", label="2 × forward")
+    ax.set_ylabel(unit, fontsize=13)
+    ax.tick_params(labelsize=12)
+    ax.legend(frameon=False, fontsize=12)
+ax_f.set_title("FLOPs (counted)", fontsize=14)
+ax_t.set_title("time (measured here)", fontsize=14)
+fig.suptitle(f"Cruncher, 4 layers, width = batch = {T_WIDTH}, input requires grad", fontsize=14)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
 # ## §4.3 Gradients take memory
 #
 # After `backward()`, every trainable parameter that took part in the loss has a `.grad`
