@@ -637,6 +637,42 @@ if cuda_only(device, "the peak memory of an AdamW step, against the prediction")
     torch.cuda.empty_cache()
 
 # %% [markdown]
+# ### Reserved versus allocated: the caching allocator
+#
+# Asking the driver for GPU memory (`cudaMalloc`) is slow and synchronises the device, so
+# PyTorch's **caching allocator** asks for large segments once and carves tensors out of
+# them. When a tensor dies its block goes back to the allocator's cache, not to the
+# driver, ready for the next tensor of a similar size. So there are two numbers:
+# `torch.cuda.memory_allocated()` counts the bytes in blocks that live tensors hold, and
+# `torch.cuda.memory_reserved()` counts every segment the allocator holds, used or cached.
+# `nvidia-smi` shows roughly the reserved figure (plus the CUDA context), which is why it
+# looks larger than your tensors. `torch.cuda.empty_cache()` hands the unused cached
+# segments back to the driver; it frees no tensor and makes no more memory available to
+# this process, only to others. The cell below frees a 256 MiB tensor and watches both
+# numbers.
+
+# %%
+if cuda_only(device, "reserved versus allocated memory of the caching allocator"):
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    a0, r0 = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+    big = torch.empty(64 * 2**20, device=device)  # 64 Mi floats = 256 MiB
+    a1, r1 = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+    del big
+    a2, r2 = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+    torch.cuda.empty_cache()
+    a3, r3 = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+    for label, a, r in (("before", a0, r0), ("with a 256 MiB tensor", a1, r1),
+                        ("after del", a2, r2), ("after empty_cache()", a3, r3)):
+        measured(f"{label}: allocated / reserved", f"{format_bytes(a)} / {format_bytes(r)}")
+    assert a1 - a0 == 2**28, (a0, a1)       # the tensor's bytes, exactly
+    assert r1 - r0 >= 2**28, (r0, r1)       # a segment at least that large was reserved
+    assert a2 == a0, (a0, a2)               # del: the block is free again...
+    assert r2 == r1, (r1, r2)               # ...but stays reserved, cached for reuse
+    assert r3 <= r2 - 2**28, (r2, r3)       # empty_cache returns the cached segment
+    assert all(r >= a for a, r in ((a0, r0), (a1, r1), (a2, r2), (a3, r3)))
+
+# %% [markdown]
 # ### Zeroing the gradients: `set_to_none=True` or in place?
 #
 # `optimizer.zero_grad()` has two modes. `set_to_none=True` (the default since PyTorch 2.0)
