@@ -394,6 +394,66 @@ check("1 + 0.003 == 1 in bf16", (one + 0.003).item(), 1.0)
 check("1 + 1/256 in fp16 (eps 1/1024) survives", cast(1 + 1 / 256, fp16), 1.00390625)
 
 # %% [markdown]
+# ### Rounding error across the whole range, in one picture
+#
+# The last few sections probed single values. Here every binade (each interval
+# $[2^k, 2^{k+1})$) from $2^{-30}$ to $2^{20}$ gets 64 values, cast into each dtype and
+# compared with the float64 original. We plot the *worst* relative error in each binade.
+# Inside the normal range it is flat at about eps/2 (the mantissa sets it, whatever the
+# exponent); below the smallest normal (the subnormal cliff) it doubles with every binade
+# down until values round to 0 (error 100%); past `max` the cast overflows to inf (drawn
+# at 100% too).
+
+# %%
+K = torch.arange(-30, 21)                                   # binade exponents
+x64 = torch.logspace(-30, 21, 64 * len(K) + 1, base=2, dtype=torch.float64)[:-1]
+worst = {}
+for name in ("float32", "float16", "bfloat16"):
+    stored = x64.to(getattr(torch, name)).double()
+    rel = ((stored - x64).abs() / x64).nan_to_num(posinf=1.0).clamp(max=1.0)
+    worst[name] = rel.view(len(K), 64).max(dim=1).values   # worst case per binade
+
+fig, ax = plt.subplots(figsize=(10, 5))
+for name, color in (("float32", "C0"), ("float16", "C3"), ("bfloat16", "C2")):
+    ax.step(2.0 ** K, worst[name], where="post", color=color, lw=2.5, label=name)
+    ax.axhline(infos[name].eps / 2, color=color, ls=":", lw=1)
+h16 = infos["float16"]
+ax.axvline(h16.smallest_normal, color="C3", ls="--", lw=1.5)
+ax.text(h16.smallest_normal * 1.2, 1e-2, "fp16 smallest normal 2^-14\n(subnormal cliff)",
+        color="C3", fontsize=12)
+ax.axvline(h16.max, color="C3", ls="-.", lw=1.5)
+ax.text(h16.max / 1.3, 1e-5, "fp16 max 65504\n(overflow -> inf)", color="C3", fontsize=12,
+        ha="right")
+ax.set_xscale("log", base=2)
+ax.set_yscale("log", base=2)
+ax.set_xlabel("magnitude of the value", fontsize=13)
+ax.set_ylabel("worst relative rounding error", fontsize=13)
+ax.set_title("Relative rounding error vs magnitude (dotted: eps/2)", fontsize=14)
+ax.legend(fontsize=12, loc="center left")
+ax.tick_params(labelsize=12)
+fig.tight_layout()
+plt.show()
+
+# %%
+def worst_at(name, k):
+    """The worst relative error in binade [2**k, 2**(k+1))."""
+    return worst[name][k - int(K[0])].item()
+
+
+check("bf16: worst error in every binade 2^-30..2^20 lies in [2^-9, 2^-8]",
+      all(2.0**-9 <= w <= 2.0**-8 for w in worst["bfloat16"].tolist()), True)
+check("fp32: never worse than 2^-24 here", worst["float32"].max().item() <= 2.0**-24, True)
+check("fp16 normal range 2^-14..2^15: within eps/2 = 2^-11",
+      all(worst_at("float16", k) <= 2.0**-11 for k in range(-14, 16)), True)
+check("fp16 below 2^-14: the error doubles each binade down (2^-16 vs 2^-15, 2^-20 vs 2^-19)",
+      torch.tensor([worst_at("float16", -16) / worst_at("float16", -15),
+                    worst_at("float16", -20) / worst_at("float16", -19)]),
+      torch.tensor([2.0, 2.0]), rel=0.1)  # 64 samples per binade miss the exact worst case
+check("fp16 from 2^-25 down: 100% (rounds to 0 or to the smallest subnormal)",
+      all(worst_at("float16", k) >= 0.5 for k in range(-30, -24)), True)
+check("fp16 at 2^16 and above: overflow (drawn as 100%)", worst_at("float16", 16), 1.0)
+
+# %% [markdown]
 # ### A real matrix: one GPT-3 FFN weight
 #
 # GPT-3 175B has $d_\text{model} = 12288$, and its feed-forward layer widens that to
