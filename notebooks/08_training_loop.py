@@ -373,8 +373,36 @@ check("0.1 + (0.2 + 0.3)", 0.1 + (0.2 + 0.3), 0.6)
 # `use_deterministic_algorithms` docs list as nondeterministic), changes the last bits.
 # `seed_everything(seed, deterministic=True)` calls `torch.use_deterministic_algorithms(True)`:
 # torch picks deterministic kernels or raises where none exists, at some cost in speed. On
-# the CPU the kernels here are deterministic already.
-#
+# the CPU the kernels here are deterministic already, so nothing in this course raises; what
+# the flag does change on the CPU is `torch.empty`: with
+# `torch.utils.deterministic.fill_uninitialized_memory` (on by default) memory that was
+# never written reads as NaN (integers: their largest value), the same loudly wrong value
+# every run instead of leftover bytes. The flag is global, so the cell turns it off again:
+
+# %%
+check("torch.are_deterministic_algorithms_enabled() by default", torch.are_deterministic_algorithms_enabled(), False)
+torch.use_deterministic_algorithms(True)
+try:
+    check("use_deterministic_algorithms(True) turned them on", torch.are_deterministic_algorithms_enabled(), True)
+    check("torch.empty(4) in deterministic mode: all NaN", torch.empty(4).isnan().all().item(), True)
+    check("torch.empty(2, dtype=torch.long): int64's largest value", torch.empty(2, dtype=torch.long).tolist(),
+          [2**63 - 1] * 2)
+    losses_det, weights_det = short_run(seed=0)
+    check("seed 0 in deterministic mode: the same 10 losses, bit for bit", losses_det == losses_a, True)
+    check("... and the same weights", all(torch.equal(weights_a[k], weights_det[k]) for k in weights_a), True)
+    if cuda_only(device, "a CUDA kernel that deterministic mode refuses (bincount with weights)"):
+        counts = torch.tensor([0, 1, 1], device="cuda")
+        try:  # an atomicAdd histogram: torch's docs list it as raising in deterministic mode
+            torch.bincount(counts, weights=torch.ones(3, device="cuda"))
+            measured("CUDA bincount with weights, deterministic mode", "ran (a deterministic kernel in this torch)")
+        except RuntimeError as err:
+            measured("CUDA bincount with weights, deterministic mode", f"raises RuntimeError: {str(err)[:60]}")
+finally:
+    torch.use_deterministic_algorithms(False)
+check("... after use_deterministic_algorithms(False) (the flag is global)", torch.are_deterministic_algorithms_enabled(),
+      False)
+
+# %% [markdown]
 # ## §8.2 Checkpointing
 #
 # Long runs crash. A checkpoint must hold everything the next step depends on: the
