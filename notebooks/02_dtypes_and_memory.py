@@ -739,6 +739,47 @@ check("7B fits in 80 GB only when sharded", [t["total"] <= H100 for t in tables.
       [False, False, True])
 
 # %% [markdown]
+# The same numbers for every recipe, as a picture: per-GPU training state of the 7B model,
+# each bar stacked from the recipe's parts (bytes per parameter × 7B ÷ shards). On one GPU,
+# or replicated on eight, only plain SGD (8 B/param) gets under the 80 GB line; sharded
+# eight ways, every recipe does.
+
+# %%
+PART_COLORS = {}
+fig, axes = plt.subplots(1, 3, figsize=(14, 5.5), sharey=True)
+per_gpu_gb = {}
+for ax, (label, (g, s)) in zip(axes, CONFIGS.items(), strict=True):
+    for x_pos, recipe in enumerate(RECIPES):
+        bottom = 0.0
+        for part, b in param_breakdown(recipe).items():
+            height = b * N / (g if s else 1) / 1e9
+            color = PART_COLORS.setdefault(part, f"C{len(PART_COLORS)}")
+            ax.bar(x_pos, height, bottom=bottom, color=color, edgecolor="white")
+            bottom += height
+        per_gpu_gb[label, recipe] = bottom
+    ax.axhline(H100 / 1e9, color="k", ls="--", lw=1.5)
+    ax.text(-0.4, H100 / 1e9 + 2, "80 GB", ha="left", fontsize=12)
+    ax.set_xticks(range(len(RECIPES)), list(RECIPES), rotation=35, ha="right", fontsize=11)
+    ax.set_title(label, fontsize=14)
+    ax.tick_params(axis="y", labelsize=12)
+axes[0].set_ylabel("GB per GPU (7B params, no activations)", fontsize=13)
+fig.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in PART_COLORS.values()],
+           labels=list(PART_COLORS), loc="upper right", fontsize=11, ncol=1, frameon=False)
+fig.suptitle("Training state per GPU by recipe, 7B model", fontsize=15)
+fig.tight_layout(rect=(0, 0, 0.86, 1))
+plt.show()
+
+# %%
+check("bars: fp32 AdamW on 1 GPU = 112 GB", per_gpu_gb["1 GPU", "fp32_adamw"], 112.0)
+check("bars: SGD (8 B/param) on 1 GPU = 56 GB, under the line",
+      per_gpu_gb["1 GPU", "fp32_sgd"], 56.0)
+check("bars: replication changes nothing", [per_gpu_gb["8 GPUs replicated", r] for r in RECIPES],
+      [per_gpu_gb["1 GPU", r] for r in RECIPES])
+check("bars: every recipe fits when sharded 8 ways (AdamW: 14 GB)",
+      (all(per_gpu_gb["8 GPUs sharded", r] <= H100 / 1e9 for r in RECIPES),
+       per_gpu_gb["8 GPUs sharded", "fp32_adamw"]), (True, 14.0))
+
+# %% [markdown]
 # ## Exercises (from the self-test)
 #
 # Try each question before you expand the hidden solution cell below it; the answer is
