@@ -34,6 +34,7 @@ import gc
 import json
 import math
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -735,6 +736,105 @@ if ON_GPU:  # on a CPU shared with other jobs, the step time itself can swing 10
 # GPU only: on a shared CPU the step time itself swings tenfold). A prefetcher hides
 # loading only up to one step's length; beyond that the fix is more loading threads or
 # processes (`torch.utils.data.DataLoader`'s `num_workers`), not a deeper queue.
+
+# %% [markdown]
+# ### The timeline: when each batch is loaded and when it is used
+#
+# The step times above are averages. To *see* the overlap we record timestamps instead:
+# `TimedStorage` is `SlowStorage` that also logs when each read starts and ends (and on
+# which thread), and the step is a fake compute (a few matmuls, timed around the call).
+# The storage latency is set to one compute's length. Six steps inline, then six from a
+# `Prefetcher`, both from generators seeded alike; the time origin of each run is its
+# first read. (The prefetcher also reads ahead past step 6; only the first six reads are
+# drawn.)
+
+# %%
+class TimedStorage(SlowStorage):
+    """SlowStorage that logs (thread id, start, end) of every read."""
+
+    log: list = []
+
+    def __getitem__(self, index):
+        start = time.perf_counter()
+        out = super().__getitem__(index)
+        TimedStorage.log.append((threading.get_ident(), start, time.perf_counter()))
+        return out
+
+
+N_MM = 1024 if ON_GPU else 384
+mm_a = torch.randn(N_MM, N_MM, device=device)
+
+
+def fake_compute(x):
+    """A few matmuls standing in for a training step (the batch is not used)."""
+    z = mm_a
+    for _ in range(4):
+        z = z @ mm_a / N_MM
+    if ON_GPU:
+        torch.cuda.synchronize()
+    return z
+
+
+timed = np.asarray(train).view(TimedStorage)
+TimedStorage.delay = time_fn(fake_compute, x_fixed, min_run_time=0.05)
+TL_STEPS = 6
+main_thread = threading.get_ident()
+
+
+def run_timeline(batches):
+    """Time TL_STEPS compute spans; returns them, the batches used, and the loads logged."""
+    computes, used = [], []
+    for _ in range(TL_STEPS):
+        x, y = next(batches)
+        start = time.perf_counter()
+        fake_compute(x)
+        computes.append((start, time.perf_counter()))
+        used.append((x.cpu(), y.cpu()))
+    return computes, used
+
+
+TimedStorage.log = []
+g_tl = torch.Generator().manual_seed(7)
+inline_batches = (get_batch(timed, BATCH, SEQ, device, generator=g_tl) for _ in range(TL_STEPS))
+tl_inline, used_inline = run_timeline(inline_batches)
+loads_inline = [(s, e) for tid, s, e in TimedStorage.log]
+TimedStorage.log = []
+with Prefetcher(timed, BATCH, SEQ, device, generator=torch.Generator().manual_seed(7)) as batches:
+    tl_pref, used_pref = run_timeline(batches)
+loads_pref = [(s, e) for tid, s, e in TimedStorage.log if tid != main_thread][:TL_STEPS]
+
+check("inline: one read per step, all on the main thread", len(loads_inline), TL_STEPS)
+check("the same batches in both runs (same seed, x and y)",
+      [torch.equal(p, q) for a, b in zip(used_inline, used_pref, strict=True)
+       for p, q in zip(a, b, strict=True)], [True] * (2 * TL_STEPS))
+measured("storage latency per read = one fake compute", TimedStorage.delay * 1e3, "ms")
+measured(f"{TL_STEPS} steps, inline", (tl_inline[-1][1] - loads_inline[0][0]) * 1e3, "ms")
+measured(f"{TL_STEPS} steps, Prefetcher", (tl_pref[-1][1] - loads_pref[0][0]) * 1e3, "ms")
+
+fig, axes = plt.subplots(2, 1, figsize=(10, 5), sharex=True)
+for ax, (title, loads, computes) in zip(
+        axes, (("get_batch inline", loads_inline, tl_inline),
+               ("Prefetcher (background thread)", loads_pref, tl_pref)), strict=True):
+    origin = loads[0][0]
+    ax.broken_barh([((s - origin) * 1e3, (e - s) * 1e3) for s, e in loads], (10, 8),
+                   color="tab:orange", edgecolor="white", label="load (read from storage)")
+    ax.broken_barh([((s - origin) * 1e3, (e - s) * 1e3) for s, e in computes], (0, 8),
+                   color="tab:blue", edgecolor="white", label="compute")
+    ax.set_yticks([4, 14], ["compute", "load"], fontsize=12)
+    ax.set_title(title, fontsize=13)
+    ax.tick_params(axis="x", labelsize=12)
+axes[1].set_xlabel("time since the first read (ms)", fontsize=12)
+fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=2, frameon=False,
+           fontsize=12)
+fig.suptitle(f"{TL_STEPS} steps, storage latency = one compute", fontsize=14)
+fig.tight_layout(rect=(0, 0.07, 1, 1))
+plt.show()
+
+# %% [markdown]
+# Inline, the bars alternate: the step waits for its read, then computes, so the run takes
+# about twice the compute. With the prefetcher the next read sits under the current
+# compute, and after the first read the compute bars follow each other almost without
+# gaps.
 
 # %%
 torch.set_num_threads(threads)
