@@ -604,13 +604,14 @@ check("H100: the tensor-core fp32 mode (TF32) is 494.5 TFLOP/s, not 67", h100.pe
 # %%
 MFU_SIZES = (1024, 4096) if ON_GPU else (128, 512)
 MFU_DTYPES = ["fp32", "tf32", "bf16"] if ON_GPU else ["fp32", "bf16"]
-mfus, raw_mfus = {}, {}
+mfus, raw_mfus, rates_by_dtype = {}, {}, {}
 for dt in MFU_DTYPES:
     peak = peak_flops(device, dt, min_run_time=0.1)
     flops = {s: matmul_flops(s, s, s) for s in MFU_SIZES}
     seconds = {s: flops[s] / matmul_flops_per_s(s, dt, device, min_run_time=0.05)
                for s in MFU_SIZES}
     achieved = {s: flops[s] / seconds[s] for s in MFU_SIZES}  # as mfu() computes it
+    rates_by_dtype[dt] = dict(achieved)  # kept for the throughput figure below
     denominator = (max(peak.flops_per_s, *achieved.values()) if peak.is_measured
                    else peak.flops_per_s)
     measured(f"{dt} peak ({peak.source})", denominator / 1e12, "TFLOP/s")
@@ -626,6 +627,30 @@ if device.type == "cpu" and Path("/proc/cpuinfo").exists():
 # measured while the machine was busy can be beaten by later timings, but not 3x
 check("every MFU against its own dtype's peak (as measured, or spec) is in (0, 3)",
       all(0 < v < 3 for v in raw_mfus.values()), True)
+
+# %% [markdown]
+# The timings taken so far, as one picture: achieved FLOP/s against matmul size, one line
+# per dtype (the fp32 sizes of §3.2 plus this cell's sizes; nothing is re-timed). Small
+# matmuls cannot keep the machine busy; the curves flatten as they approach the peak.
+
+# %%
+for size, (_, _, rate) in zip(MM_SIZES, mm_points, strict=True):
+    rates_by_dtype["fp32"][size] = max(rate, rates_by_dtype["fp32"].get(size, 0.0))
+fig, ax = plt.subplots(figsize=(10, 5))
+for dt, by_size in rates_by_dtype.items():
+    sizes = sorted(by_size)
+    ax.plot(sizes, [by_size[n] / 1e9 for n in sizes], "o-", lw=2.5, ms=8, label=dt)
+ax.set_xscale("log", base=2)
+ax.set_yscale("log")
+ax.set_xlabel("matmul size n (n×n @ n×n)", fontsize=13)
+ax.set_ylabel("achieved GFLOP/s (measured)", fontsize=13)
+ax.set_title(f"Matmul throughput versus size, per dtype, on {device.type}", fontsize=14)
+ax.legend(fontsize=12)
+ax.tick_params(labelsize=12)
+fig.tight_layout()
+plt.show()
+check("sizes plotted per dtype", {dt: len(v) for dt, v in rates_by_dtype.items()},
+      {dt: (4 if dt == "fp32" else 2) for dt in MFU_DTYPES})
 
 # %% [markdown]
 # bf16 on a CPU is fast only where the CPU has bf16 matrix instructions (AVX-512 BF16,
@@ -721,6 +746,39 @@ check("H100 row == training_days for every MFU (144 and 72 days at 0.5 and 1)", 
 check("H200 == H100: same compute, more memory", rows["H200"], rows["H100 SXM"])
 check("A100 / H100 days == H100 / A100 peak", rows["A100 SXM 80GB"][0.5] / rows["H100 SXM"][0.5],
       989.5 / 312, rel=1e-12)
+
+# %% [markdown]
+# The same formula for every GPU in the hardware table, as curves: days = $6ND$ /
+# (dense bf16 peak × MFU × 1024) / 86 400 falls as 1/MFU, so halving MFU doubles the time
+# on every chip. The dotted line marks the notes' MFU 0.5.
+
+# %%
+from lecture_utils.hardware import ACCELERATORS
+
+MFU_GRID = [m / 100 for m in range(10, 101, 5)]
+curves = {name: [training_days(C.total, name, 1024, m) for m in MFU_GRID] for name in ACCELERATORS}
+fig, ax = plt.subplots(figsize=(10, 5))
+for name, days_curve in curves.items():
+    ax.plot(MFU_GRID, days_curve, lw=2.5, label=name,
+            ls="--" if name == "H200" else "-")  # H200 lies on H100 SXM: same compute
+ax.axvline(0.5, color="k", ls=":", lw=1.5)
+ax.text(0.51, ax.get_ylim()[0] * 1.3, "MFU 0.5 (the notes)", fontsize=12)
+ax.set_yscale("log")
+ax.set_xlabel("MFU", fontsize=13)
+ax.set_ylabel("days (70B params, 15T tokens, 1024 GPUs)", fontsize=13)
+ax.set_title("Training time versus MFU, 6ND against each GPU's dense bf16 peak", fontsize=14)
+ax.legend(fontsize=11, ncol=2)
+ax.tick_params(labelsize=12)
+fig.tight_layout()
+plt.show()
+
+at_half = MFU_GRID.index(0.5)
+check("H100 SXM curve at MFU 0.5: 143.9 days", curves["H100 SXM"][at_half], 143.9, rel=1e-3)
+check("every curve: MFU 0.25 takes twice as long as 0.5",
+      {n: c[MFU_GRID.index(0.25)] / c[at_half] for n, c in curves.items()},
+      dict.fromkeys(curves, 2.0))
+check("B200 at 0.5: 6.3e24 / (2250e12 * 0.5 * 1024) / 86400 days", curves["B200"][at_half],
+      6.3e24 / (2250e12 * 0.5 * 1024) / 86400, rel=1e-12)
 
 # %% [markdown]
 # ## Exercises (from the self-test)
