@@ -666,6 +666,57 @@ check("bf16 backward without scaling: the gradient survives", wbf.grad.float(), 
 # `train_step` for `precision="fp16"`; bf16 (the default on CUDA) needs none: same 2
 # bytes, no scaling machinery, at the cost of a coarser mantissa.
 #
+# ### FP8: two formats, and one scale per tensor
+#
+# The notes' §8.3 mentions FP8 training (H100 and later, through NVIDIA's Transformer
+# Engine). Notebook 02's dtype table (§2.1, "The role each dtype plays in training") has its
+# two formats: **e4m3** (4 exponent and 3 mantissa bits, largest value 448) for the forward
+# pass's weights and activations, where precision matters more, and **e5m2** (5 and 2,
+# largest 57344) for the gradients of the backward pass, whose values span more range. Both
+# have far too little range for raw values, so FP8 recipes keep one fp32 **scale per
+# tensor**: scale = format max / amax (the tensor's largest |value|; Transformer Engine takes
+# it from a history of recent steps), multiply before the cast, divide after the matmul.
+# Activations around $10^{-4}$ and gradients around $10^{-6}$, cast and cast back on the CPU:
+
+# %%
+E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
+check("e4m3 (forward: weights, activations): largest value", torch.finfo(E4M3).max, 448.0)
+check("e5m2 (backward: gradients): largest value", torch.finfo(E5M2).max, 57344.0)
+check("mantissa bits of e4m3, e5m2 (eps = 2^-bits)",
+      (-math.log2(torch.finfo(E4M3).eps), -math.log2(torch.finfo(E5M2).eps)), (3.0, 2.0))
+
+
+def fp8_round_trip(x, dtype, scaled):
+    """x cast to fp8 and back; scaled: first multiply by max / amax, so |x|'s largest maps to the format's max."""
+    scale = torch.finfo(dtype).max / x.abs().max() if scaled else torch.tensor(1.0)
+    return (x * scale).to(dtype).float() / scale
+
+
+def rel_error(x, approx):
+    return ((x - approx).norm() / x.norm()).item()
+
+
+g8 = torch.Generator().manual_seed(0)
+acts = torch.randn(1000, generator=g8) * 1e-4
+grads8 = torch.randn(1000, generator=g8) * 1e-6
+for what, x, fmt8 in (("activations ~1e-4 in e4m3", acts, E4M3), ("gradients ~1e-6 in e5m2", grads8, E5M2)):
+    check(f"{what}, unscaled: fraction flushed to 0", (fp8_round_trip(x, fmt8, scaled=False) == 0).float().mean().item(),
+          1.0)
+    check(f"{what}, unscaled: relative error", rel_error(x, fp8_round_trip(x, fmt8, scaled=False)), 1.0)
+check("activations in e4m3 with a per-tensor scale: relative error (3 decimals)",
+      round(rel_error(acts, fp8_round_trip(acts, E4M3, scaled=True)), 3), 0.028)
+check("gradients in e5m2 with a per-tensor scale: relative error (3 decimals)",
+      round(rel_error(grads8, fp8_round_trip(grads8, E5M2, scaled=True)), 3), 0.052)
+# the same scaled tensor in both formats: e4m3's extra mantissa bit halves the error
+check("e5m2 / e4m3 relative error on the same scaled activations (1 decimal)",
+      round(rel_error(acts, fp8_round_trip(acts, E5M2, scaled=True))
+            / rel_error(acts, fp8_round_trip(acts, E4M3, scaled=True)), 1), 1.9)
+
+# %% [markdown]
+# A few percent per element is the price of 8 bits; the scale is what keeps it a few percent
+# rather than 100%. The matmul itself then accumulates in fp32 or higher on the tensor
+# cores, and the master weights and optimizer state stay fp32 as in the bf16 recipes below.
+#
 # ### §1.2 Bytes per parameter: mixed precision still costs 16
 #
 # fp32 AdamW pays 4 bytes each for weights, gradient, $m$ and $v$: 16 per parameter. Mixed
