@@ -717,6 +717,35 @@ if cuda_only(device, "the MFU of an 8192^3 bf16 matmul"):
         assert big_mfu >= 0.6, f"MFU {big_mfu:.2f} < 0.6 on {gpu.name}"
 
 # %% [markdown]
+# ### Tile-unfriendly shapes lose MFU
+#
+# Matmul kernels work in fixed tiles (on a GPU e.g. 128 × 128 outputs per thread block,
+# with K consumed in steps too; below, 128 in all three dimensions for simplicity) and load rows with wide, aligned memory instructions.
+# A dimension one short of a power of two, 8191 instead of 8192, does 0.04% *fewer*
+# FLOPs, but its rows are no longer 16-byte aligned (8191 × 2 bytes in bf16), so the
+# library falls back to slower kernels or pads; one *over* (4097) costs a whole extra
+# row of tiles. MFU counts only the useful FLOPs, so either way it drops. The same pair
+# is timed below at a size this device handles quickly: 8191 vs 8192 in bf16 on a GPU,
+# 511 vs 512 in fp32 on a CPU. The numbers are printed, not asserted: on a CPU the library
+# often hides most of the penalty.
+
+# %%
+TILE = 128
+check("4097 needs 33 tiles of 128 per side, 4096 only 32: (33/32)**3 the tile work",
+      (-(-4097 // TILE), 4096 // TILE, round(33**3 / 32**3, 3)), (33, 32, 1.097))
+check("rows of 8192 bf16 are 16-byte aligned, rows of 8191 are not",
+      ((8192 * 2) % 16, (8191 * 2) % 16), (0, 14))
+check("8191^3 does fewer FLOPs than 8192^3 (ratio)",
+      matmul_flops(8191, 8191, 8191) / matmul_flops(8192, 8192, 8192), 0.99963, rel=1e-5)
+
+pair, tile_dtype = ((8191, 8192), "bf16") if ON_GPU else ((511, 512), "fp32")
+tile_rates = {n: matmul_flops_per_s(n, tile_dtype, device, min_run_time=0.1) for n in pair}
+for n, rate in tile_rates.items():
+    measured(f"{tile_dtype} {n}^3 matmul", rate / 1e9, "GFLOP/s")
+measured(f"{pair[0]} / {pair[1]} throughput (1 = no penalty)",
+         tile_rates[pair[0]] / tile_rates[pair[1]])
+
+# %% [markdown]
 # ### Back to §1.1: a training-time calculator
 #
 # Everything in the opening estimate fits in one formula: days = $6ND$ / (dense peak × MFU
