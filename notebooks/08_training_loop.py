@@ -27,6 +27,28 @@
 # an assertion; `[measured]` lines depend on the machine. Training runs on the CPU so the
 # recorded outputs are the same everywhere; GPU cells say so and are skipped elsewhere.
 
+# %% [markdown]
+# > **Errata in the notes.** Corrections this notebook makes to the lecture notes, each
+# > shown (and checked) where linked:
+# >
+# > - `optimizer.zero_grad(set_to_none=True)` is not an optimisation to opt into: it has been
+# >   `zero_grad`'s default since PyTorch 2.0: [§8 The training loop](#§8-The-training-loop).
+# > - The notes' checkpoint (model, optimizer, step, `torch.get_rng_state()`) does not resume a
+# >   run: the sampler's generator, the numpy, python and CUDA RNG states are missing and the
+# >   write is not atomic, so the resumed losses differ from the uninterrupted run's:
+# >   [What the notes' checkpoint misses](#What-the-notes'-checkpoint-misses).
+# > - "Reductions stay fp32" under autocast holds on CUDA; on the CPU softmax and layer norm
+# >   *return* bf16 after a bf16 matmul, while their kernels still accumulate in fp32:
+# >   [§8.3 Mixed precision](#§8.3-Mixed-precision).
+# > - Autocast's bf16 weight copies are not per-op temporaries: with `cache_enabled=True`
+# >   they live for the whole autocast region (about 2 bytes per parameter more at the
+# >   peak): [§1.2 Bytes per parameter](#§1.2-Bytes-per-parameter:-mixed-precision-still-costs-16).
+# > - "GPT-2 small, 124M": 123.6M is the count without the token and position tables; the
+# >   course's untied `gpu` config (vocabulary 50304) has 163,026,432 parameters: section
+# >   "§8 The packaged loop: `Trainer`, and its MFU".
+# > - The H100's 1979 TFLOP/s is the 2:4 structured-sparsity figure; training time uses the
+# >   dense 989.5 TFLOP/s: exercise Q4.
+
 # %%
 from lecture_utils import setup
 device = setup()
@@ -34,6 +56,7 @@ device = setup()
 # %%
 import copy
 import inspect
+import json
 import math
 import os
 import shutil
@@ -828,6 +851,32 @@ measured("tokens/s (median of steps 4-15)", statistics.median(r["tokens_per_s"] 
 measured("MFU (median of steps 4-15)", statistics.median(r["mfu"] for r in later))
 
 # %% [markdown]
+# The same run as curves, read back from its `log.jsonl` (one JSON object per step): the
+# training loss every step, the validation loss every 5 steps, the learning rate's warm-up
+# and cosine decay, and the measured throughput (machine-dependent; the first step pays
+# one-off costs).
+
+# %%
+logged = [json.loads(line) for line in (workdir / "trainer" / "log.jsonl").read_text().splitlines()]
+check("log.jsonl: one line per step, the same losses the trainer returned",
+      [r["loss"] for r in logged] == [r["loss"] for r in records], True)
+steps = [r["step"] for r in logged]
+val_points = [(r["step"], r["val_loss"]) for r in logged if "val_loss" in r]
+with plt.rc_context({"font.size": 13}):
+    fig, (ax_loss, ax_lr, ax_tps) = plt.subplots(1, 3, figsize=(15, 5))
+    ax_loss.plot(steps, [r["loss"] for r in logged], marker="o", label="train loss")
+    ax_loss.plot(*zip(*val_points, strict=True), marker="s", markersize=9, label="validation loss")
+    ax_loss.set(xlabel="step", ylabel="cross-entropy (nats)", title="Loss")
+    ax_loss.legend()
+    ax_lr.plot(steps, [r["lr"] for r in logged], marker="o", color="C2")
+    ax_lr.set(xlabel="step", ylabel="learning rate", title="Warm-up 3 steps, then cosine")
+    ax_tps.plot(steps, [r["tokens_per_s"] for r in logged], marker="o", color="C3")
+    ax_tps.set(xlabel="step", ylabel="tokens / s", title="Throughput (measured, CPU)")
+    ax_tps.set_ylim(bottom=0)
+    fig.tight_layout()
+    plt.show()
+
+# %% [markdown]
 # On a GPU: the `gpu` config (GPT-2 small's shape: 12 layers, width 768; untied with the
 # vocabulary padded to 50304 it has 163,026,432 parameters, 123.6M without the token and
 # position tables, the $N$ of $6ND$), bf16 autocast and torch's fused AdamW,
@@ -861,6 +910,23 @@ shutil.rmtree(workdir)
 check("the scratch folder is gone", not workdir.exists(), True)
 
 # %% [markdown]
+# ## What to remember
+#
+# - The loop is six lines (batch, forward, loss, `zero_grad`, `backward`, `step`); production
+#   adds an LR schedule (warm-up, cosine), gradient clipping, validation, checkpoints,
+#   mixed precision and logging around them, not inside them.
+# - Same seed, same machine, same thread count: bitwise the same run.
+#   `torch.use_deterministic_algorithms(True)` swaps in deterministic kernels or raises
+#   where none exists (on CUDA); float addition is not associative, so any other order
+#   changes the last bits.
+# - A checkpoint must hold everything the next step reads: weights, optimizer state, step,
+#   every RNG (the sampler's generator too), written atomically. Then a resume is bit-exact.
+# - Mixed precision: bf16 matmuls, fp32 accumulation, fp32 master weights and optimizer
+#   state: still 16 bytes per parameter. fp16 needs loss scaling; bf16 (fp32's range) does
+#   not. FP8 uses e4m3 forward, e5m2 for gradients, and one scale per tensor.
+# - MFU = (3 × forward FLOPs × tokens per step) / (time × peak); training days =
+#   $6ND$ / (GPUs × dense peak × MFU).
+#
 # ## Exercises (from the self-test)
 #
 # Try each question before you expand the hidden solution cell below it; the answer is
