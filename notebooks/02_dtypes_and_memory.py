@@ -27,6 +27,21 @@
 #
 # A `✓` line is a checked claim; a `[measured]` line depends on the machine.
 
+# %% [markdown]
+# > **Errata in the notes** (each is shown, with numbers, where linked)
+# >
+# > * "bf16 has the same dynamic range as fp32": the same *exponent* and smallest normal,
+# >   but a 0.4% lower max and subnormals that stop at 9.2e-41, not 1.4e-45
+# >   ([The table, computed](#The-table,-computed)).
+# > * "fp16 underflows below 6×10⁻⁵": 6.1e-5 is its smallest *normal*; subnormals keep
+# >   values down to 6e-8 with growing error, and only values ≤ 2⁻²⁵ ≈ 3e-8 become 0
+# >   ([Underflow](#Underflow:-fp16-loses-small-numbers,-bf16-keeps-them)).
+# > * bf16's peak is "about 15×" fp32's only against fp32 on CUDA cores; against TF32 tensor
+# >   cores it is 2×, and PyTorch's default fp32 matmul uses no TF32
+# >   ([§1.2](#§1.2-Bytes-per-parameter:-how-big-a-model-can-8-H100s-train?)).
+# > * "80 GB" is taken as 80 × 10⁹ bytes; the H100's HBM is about 80 GiB, 7% more
+# >   ([The 8 × 80 GB question](#The-8-×-80-GB-question)).
+
 # %%
 from lecture_utils import setup
 device = setup()
@@ -780,6 +795,18 @@ check("bars: every recipe fits when sharded 8 ways (AdamW: 14 GB)",
        per_gpu_gb["8 GPUs sharded", "fp32_adamw"]), (True, 14.0))
 
 # %% [markdown]
+# ## What to remember
+#
+# - Memory = numel × bytes per element; a slice keeps its parent's whole storage alive.
+# - Exponent bits buy range, mantissa bits buy precision: bf16 keeps fp32's range with
+#   eps = 1/128; fp16 is 8× more precise but loses values below 6.1e-5 (gradually, then
+#   to 0 below 3e-8) and overflows above 65504, hence loss scaling.
+# - Roles: fp32 for master weights, optimizer state and accumulation; bf16/fp16 for matmul
+#   inputs under autocast; fp8 e4m3 forward, e5m2 gradients; int8 for quantised inference.
+# - AdamW training state is 16 B/param in fp32 *and* in mixed precision: mixed precision
+#   saves compute and activation memory, sharding saves optimizer state.
+# - 8 × 80 GB holds at most 5B parameters replicated, 40B sharded, before activations.
+#
 # ## Exercises (from the self-test)
 #
 # Try each question before you expand the hidden solution cell below it; the answer is

@@ -29,6 +29,20 @@
 # A `✓` line is a checked claim; a `[measured]` line depends on the machine. Cells that
 # need a GPU say so and are skipped elsewhere.
 
+# %% [markdown]
+# > **Errata in the notes** (each is shown, with numbers, where linked)
+# >
+# > * NVIDIA's structured sparsity is **2:4** (two of every four weights zero), not "2:1"
+# >   ([Dense versus sparse](#Dense-versus-sparse:-the-spec-sheet's-headline-figure-is-twice-too-high)).
+# > * The peak table labels the 67 TFLOP/s FP32 row "(tensor core)": 67 is the H100's
+# >   CUDA-core rate; its fp32 tensor-core mode (TF32) is 494.5. And "BF16 is 15–16× FP32"
+# >   holds for the A100 (16×), not quite for the H100 (14.8×)
+# >   ([§3.4](#§3.4-FLOPs,-FLOP/s-and-MFU)).
+# > * The attention term is not small whenever "the context is well below the model width":
+# >   it adds 2LTd/N (≈ T/(6d) for a standard block without the vocabulary), 15% for GPT-2
+# >   small at its own 1024 context
+# >   ([The attention term that 6ND leaves out](#The-attention-term-that-6ND-leaves-out)).
+
 # %%
 from lecture_utils import setup
 device = setup()
@@ -810,6 +824,19 @@ check("B200 at 0.5: 6.3e24 / (2250e12 * 0.5 * 1024) / 86400 days", curves["B200"
       6.3e24 / (2250e12 * 0.5 * 1024) / 86400, rel=1e-12)
 
 # %% [markdown]
+# ## What to remember
+#
+# - Training costs about 6ND FLOPs (forward 2ND, backward 4ND); days = 6ND / (dense peak ×
+#   MFU × GPUs) / 86 400. Use the *dense* peak: the spec sheet's headline is 2:4 sparse.
+# - Arithmetic intensity (FLOPs per byte) decides memory- versus compute-bound: an eager
+#   elementwise op is at 3/28, an n³ matmul at n/6.
+# - 6ND leaves out attention: 2LTd/N extra (≈ T/(6d) without the vocabulary), 15% for
+#   GPT-2 small at T = 1024, 66% for a 70B shape at 32K.
+# - MFU = useful FLOP/s / the dense peak *of the dtype that ran*; changing dtype changes the
+#   denominator, and HFU (recomputation counted) flatters, so compare runs by MFU.
+# - Big, tile-friendly matmuls get closest to peak; small or awkward shapes (8191, 4097)
+#   lose MFU without doing less useful work.
+#
 # ## Exercises (from the self-test)
 #
 # Try each question before you expand the hidden solution cell below it; the answer is
