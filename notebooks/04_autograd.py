@@ -35,6 +35,25 @@
 # A `✓` line is a checked claim; a `[measured]` line depends on the machine. Cells that
 # need a GPU say so and are skipped elsewhere; counting FLOPs and bytes runs on the CPU.
 
+# %% [markdown]
+# > **Errata in the notes.** Corrections this notebook makes to the lecture notes, each
+# > shown (and checked) where linked:
+# >
+# > - "Backward = 2 × forward" is exact only when the first layer's input needs a gradient.
+# >   With the data batch as input the first layer skips $\nabla_X$, and the ratio is
+# >   $((2L-1)D + 2)/(LD + 1) < 2$; in a transformer (embedding input) it is exactly 2:
+# >   [Counting a whole network](#Counting-a-whole-network).
+# > - "Every trainable parameter gets a gradient": only those that took part in the loss;
+# >   the others keep `grad = None`: [§4.3 Gradients take memory](#§4.3-Gradients-take-memory).
+# > - Activations are $(L + 1) \cdot B \cdot D$, not $B \cdot L \cdot D$: autograd also keeps
+# >   the data batch $x$, the first layer's input:
+# >   [Activation memory, measured exactly](#Activation-memory,-measured-exactly).
+# > - The bill of "params + activations + grads + state" is not the peak: gradients and
+# >   activations take turns, and backward has transients the bill omits:
+# >   [Where a step peaks](#Where-a-step-peaks).
+# > - `zero_grad(set_to_none=True)` has been the default since PyTorch 2.0:
+# >   [Zeroing the gradients](#Zeroing-the-gradients:-set_to_none=True-or-in-place?).
+
 # %%
 from lecture_utils import setup
 device = setup()
@@ -751,6 +770,21 @@ check("grad = zeros: the parameter still moves (momentum)", moves_after(torch.ze
 check("grad = None: the optimizer skips it, the parameter stays", not moves_after(None), True)
 
 # %% [markdown]
+# ## What to remember
+#
+# - Backward of a linear layer is two matmuls ($\nabla_W = X^\top G$, $\nabla_X = G W^\top$),
+#   each as large as the forward one: backward ≈ 2× forward FLOPs, so training ≈ $6ND$.
+# - The first layer skips $\nabla_X$ (the data needs no gradient); in a transformer the
+#   ratio is exactly 2. Time ratios are near 2, not exactly 2.
+# - Autograd keeps each matmul's *input* for backward: $(L + 1) \cdot B \cdot D$ activations
+#   for an MLP, the only term of the bill that grows with the batch.
+# - The bill is params + grads + optimizer state + activations; the peak of a step is a
+#   different number (gradients and activations take turns, backward adds transients).
+# - On a GPU, `memory_allocated` counts live tensors, `memory_reserved` what the caching
+#   allocator holds; `nvidia-smi` shows roughly the latter.
+# - `zero_grad(set_to_none=True)` (the default) saves a pass over the gradients and frees
+#   them during the forward pass.
+#
 # ## Exercises (from the self-test)
 #
 # Try each question before you expand the hidden solution cell below it; the answer is

@@ -34,6 +34,20 @@
 # A `✓` line is a checked claim; a `[measured]` line depends on the machine. All numeric
 # work runs on the CPU, so the outputs are the same everywhere; one cell adds a GPU check.
 
+# %% [markdown]
+# > **Errata in the notes.** Corrections this notebook makes to the lecture notes, each
+# > shown (and checked) where linked:
+# >
+# > - `nn.init.trunc_normal_(..., std=1/sqrt(d_in), a=-3, b=3)` does not cut at ±3σ: `a` and
+# >   `b` are absolute values, 96σ at $d_\text{in} = 1024$, so it returns a plain normal draw. Use
+# >   `a=-3*std, b=3*std`, which also shrinks the std by 0.9866 per layer:
+# >   [The notes' trunc_normal_ call does not truncate](#The-notes'-trunc_normal_-call-does-not-truncate).
+# > - The $1/\sqrt{d_\text{in}}$ rule is LeCun initialisation, not Xavier (Glorot uses
+# >   $\sqrt{2/(d_\text{in} + d_\text{out})}$); and it keeps the variance only in expectation:
+# >   [Through depth](#Through-depth:-exponential-growth,-or-none).
+# > - With the notes' `(d_in, d_out)` weight layout, `torch.nn.init`'s fan-in reads
+# >   $d_\text{out}$; use `mode="fan_out"`: [A layout trap in torch.nn.init](#A-layout-trap-in-torch.nn.init).
+
 # %%
 from lecture_utils import setup
 device = setup()
@@ -727,6 +741,19 @@ nn.init.kaiming_normal_(W_lecture, mode="fan_out", nonlinearity="linear")
 check("with mode='fan_out': std", rounded(W_lecture.std().item()), 1 / math.sqrt(1024), rel=0.03)
 
 # %% [markdown]
+# ## What to remember
+#
+# - `nn.Parameter` registers a tensor: it then appears in `parameters()` (trained),
+#   `state_dict()` (saved) and `.to()` (moved, cast). A plain tensor attribute gets none
+#   of the three; non-trained state belongs in `register_buffer`.
+# - $\mathrm{Var}(y) = d_\text{in}\,\mathrm{Var}(x)\,\mathrm{Var}(W)$: N(0, 1) weights grow the
+#   activations by $\sqrt{d_\text{in}}$ per layer until fp32 overflows.
+# - Std $1/\sqrt{d_\text{in}}$ (LeCun; $\sqrt{2/d_\text{in}}$ with ReLU) keeps activations
+#   near 1 in expectation, through any depth.
+# - `trunc_normal_`'s `a`, `b` are absolute: cut at `±3 * std`, and expect the std to
+#   shrink by 0.9866.
+# - `torch.nn.init` assumes the `(d_out, d_in)` layout: check the fan it reads.
+#
 # ## Exercises (from the self-test)
 #
 # Try each question before you expand the hidden solution cell below it; the answer is

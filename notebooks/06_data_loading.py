@@ -25,6 +25,19 @@
 # Every `✓` line is an assertion; `[measured]` lines depend on the machine. The notebook
 # runs on a CPU and on a CUDA GPU; the host-to-device cells need a GPU and say so elsewhere.
 
+# %% [markdown]
+# > **Errata in the notes.** Corrections this notebook makes to the lecture notes, each
+# > shown (and checked) in the section named:
+# >
+# > - `np.memmap("tokens.npy", dtype=np.uint16)` reads the `.npy` file's header as tokens:
+# >   use `np.load(..., mmap_mode="r")`, or a raw `.bin` file as the course does (section
+# >   "The notes' np.memmap("tokens.npy", ...) reads the header as tokens").
+# > - Indexing does not "require int64": `nn.Embedding` takes int32 or int64 ids and
+# >   `F.cross_entropy` int64 targets: [uint16 versus int64](#uint16-versus-int64).
+# > - The notes' `get_batch` draws starts from `randint(len - seq_len - 1)`, one too few: the
+# >   last window is never drawn, and with exactly one valid window it fails:
+# >   [The notes' get_batch and the vectorised one](#The-notes'-get_batch-and-the-vectorised-one).
+
 # %%
 from lecture_utils import setup
 device = setup()
@@ -842,6 +855,18 @@ scratch.cleanup()
 check("temporary folder removed", not TMP.exists(), True)
 
 # %% [markdown]
+# ## What to remember
+#
+# - Memory-map the token file: only the pages a batch touches are read, so a corpus far
+#   larger than RAM costs almost nothing until it is used.
+# - A raw `.bin` needs its dtype and length from elsewhere (the JSON sidecar);
+#   `np.memmap` on a `.npy` reads its header as data.
+# - Store uint16 ids (2 bytes each), widen each batch to int64 for the model and the loss.
+# - Valid window starts are `0 .. len - seq_len - 1`; sample them all in one vectorised
+#   gather, with a seeded generator for reproducible batches.
+# - Pinned host memory and `non_blocking=True` let the host-to-device copy overlap
+#   compute; a prefetcher hides loading up to one step's length.
+#
 # ## Exercises
 #
 # The notes' self-test has no question on data loading; here are two of our own. Try each

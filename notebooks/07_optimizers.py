@@ -27,6 +27,20 @@
 # is wrong. Lines starting with `[measured]` depend on the machine. The one cell that
 # needs a CUDA GPU says so and is skipped elsewhere.
 
+# %% [markdown]
+# > **Errata in the notes.** Corrections this notebook makes to the lecture notes, each
+# > shown (and checked) where linked:
+# >
+# > - Momentum as torch writes it, $b_t = \mu b_{t-1} + g_t$, is a decaying *sum*, not an
+# >   "exponential moving average": it grows to $g/(1-\mu)$, so learning rates differ 10×
+# >   between the two conventions: [§7.1 From SGD to AdamW](#§7.1-From-SGD-to-AdamW).
+# > - Without Adam's bias correction the early steps are mostly too *large* (3.2× at step 1
+# >   with $\beta_2 = 0.999$), not too small:
+# >   [Adam's bias correction, step by step](#Adam's-bias-correction,-step-by-step).
+# > - AdamW's state is "4× the parameter" only against fp32 weights; against the bf16
+# >   weights of mixed precision it is 8×:
+# >   [§1.2 The 16 bytes per parameter](#§1.2-The-16-bytes-per-parameter,-rebuilt-from-measured-tensors).
+
 # %%
 from lecture_utils import setup
 device = setup()
@@ -813,6 +827,19 @@ check("measured: a vector is not factored (full v + step)",
 # second moment is close to rank one. The savings are large all the same: 8 → 2 bytes per
 # parameter for 8-bit Adam, and essentially 8 → 0 for Adafactor's matrices. Both combine
 # with sharding.
+#
+# ## What to remember
+#
+# - SGD keeps no state; momentum, AdaGrad and RMSProp one copy of the parameters; Adam
+#   and AdamW two ($m$ and $v$).
+# - Adam's bias correction fixes the zero-initialised moments; without it the first steps
+#   are mostly too large, not too small.
+# - AdamW decays every weight at the same rate $\eta\lambda$; Adam + L2 barely regularises
+#   the weights with large gradients.
+# - fp32 AdamW costs 16 bytes per parameter (4 + 4 + 4 + 4), the mixed-precision recipe
+#   also 16 (2 + 2 + 4 + 4 + 4), before activations.
+# - The ways out: shard the state across GPUs (ZeRO 1–3), or compress it (8-bit states,
+#   Adafactor's factored second moment).
 #
 # ## Exercises (from the self-test)
 #
