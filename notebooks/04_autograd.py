@@ -317,9 +317,10 @@ for ax, (fwd, bwd), unit in ((ax_f, (t_flops.forward / 1e9, t_flops.backward / 1
                              (ax_t, (t_forward * 1e3, t_backward * 1e3), "ms")):
     ax.bar(["forward", "backward"], [fwd, bwd], color=["tab:blue", "tab:orange"])
     ax.axhline(2 * fwd, color="0.3", linestyle="--", label="2 × forward")
+    ax.set_ylim(0, 2.5 * max(fwd, bwd / 2))
     ax.set_ylabel(unit, fontsize=13)
     ax.tick_params(labelsize=12)
-    ax.legend(frameon=False, fontsize=12)
+    ax.legend(frameon=False, fontsize=12, loc="upper left")
 ax_f.set_title("FLOPs (counted)", fontsize=14)
 ax_t.set_title("time (measured here)", fontsize=14)
 fig.suptitle(f"Cruncher, 4 layers, width = batch = {T_WIDTH}, input requires grad", fontsize=14)
