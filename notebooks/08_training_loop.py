@@ -853,8 +853,7 @@ measured("MFU (median of steps 4-15)", statistics.median(r["mfu"] for r in later
 # %% [markdown]
 # The same run as curves, read back from its `log.jsonl` (one JSON object per step): the
 # training loss every step, the validation loss every 5 steps, the learning rate's warm-up
-# and cosine decay, and the measured throughput (machine-dependent; the first step pays
-# one-off costs).
+# and cosine decay, and the measured throughput (machine-dependent, so nothing checks it).
 
 # %%
 logged = [json.loads(line) for line in (workdir / "trainer" / "log.jsonl").read_text().splitlines()]
@@ -873,6 +872,8 @@ with plt.rc_context({"font.size": 13}):
     ax_tps.plot(steps, [r["tokens_per_s"] for r in logged], marker="o", color="C3")
     ax_tps.set(xlabel="step", ylabel="tokens / s", title="Throughput (measured, CPU)")
     ax_tps.set_ylim(bottom=0)
+    for ax in (ax_loss, ax_lr, ax_tps):
+        ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     fig.tight_layout()
     plt.show()
 
