@@ -403,7 +403,7 @@ check("0.1 + (0.2 + 0.3)", 0.1 + (0.2 + 0.3), 0.6)
 # every run instead of leftover bytes. The flag is global, so the cell turns it off again:
 
 # %%
-check("torch.are_deterministic_algorithms_enabled() by default", torch.are_deterministic_algorithms_enabled(), False)
+check("deterministic algorithms are off by default", not torch.are_deterministic_algorithms_enabled(), True)
 torch.use_deterministic_algorithms(True)
 try:
     check("use_deterministic_algorithms(True) turned them on", torch.are_deterministic_algorithms_enabled(), True)
@@ -422,8 +422,8 @@ try:
             measured("CUDA bincount with weights, deterministic mode", f"raises RuntimeError: {str(err)[:60]}")
 finally:
     torch.use_deterministic_algorithms(False)
-check("... after use_deterministic_algorithms(False) (the flag is global)", torch.are_deterministic_algorithms_enabled(),
-      False)
+check("use_deterministic_algorithms(False) turned them off again (the flag is global)",
+      not torch.are_deterministic_algorithms_enabled(), True)
 
 # %% [markdown]
 # ## §8.2 Checkpointing
