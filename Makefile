@@ -30,8 +30,15 @@ $(STAMP): pyproject.toml constraints.txt
 
 setup: $(STAMP)  ## create .venv, install pinned deps, register the Jupyter kernel
 
+# Jupyter refuses to start as root (Docker, cloud VMs, CI images) without --allow-root:
+# pass it then, and only then.
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
+# jupyter/ joins Jupyter's config path for this Lab only (the user's ~/.jupyter is left
+# alone): its labconfig/page_config.json turns off the "official Jupyter news?" prompt.
 lab: $(STAMP)  ## set up, then open JupyterLab in notebooks/
-	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
+	JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+		$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ROOT) $(LAB_ARGS)
 
 # One intra-op thread per process under xdist: two workers (plus their notebook kernels)
 # on two cores otherwise oversubscribe, and OpenMP's spin-waiting doubles the CPU time.
@@ -54,13 +61,13 @@ run: $(STAMP)  ## execute every notebook headless; HTML to build/; one row per n
 
 regen: $(STAMP)  ## export lesson code, then re-execute notebooks in place (new goldens) and re-sync the .py twins
 	$(BIN)/python scripts/export_lessons.py
-	$(BIN)/python scripts/regen.py notebooks/[0-9][0-9]_*.py
+	$(BIN)/python scripts/regen.py py_src/[0-9][0-9]_*.py
 
 export: $(STAMP)  ## copy every `# @save` lesson cell into lecture_utils (the notebook is the source)
 	$(BIN)/python scripts/export_lessons.py
 
-lint: $(STAMP)  ## ruff over lecture_utils, tests, scripts, benchmarks and notebooks
-	$(BIN)/ruff check lecture_utils tests scripts benchmarks notebooks
+lint: $(STAMP)  ## ruff over lecture_utils, tests, scripts, benchmarks and the notebooks' .py twins
+	$(BIN)/ruff check lecture_utils tests scripts benchmarks py_src
 
 bench: $(STAMP)  ## speed benchmarks (by hand; not part of make test)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

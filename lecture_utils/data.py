@@ -52,7 +52,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# >>> lesson code from notebooks/06_data_loading.py: edit it there, then `make export`
+# >>> lesson code from py_src/06_data_loading.py: edit it there, then `make export`
 def get_batch_lecture(data, batch_size, seq_len, device):
     """The notes' list-based version (§6), kept verbatim for comparison."""
     starts = torch.randint(len(data) - seq_len - 1, (batch_size,))
@@ -78,7 +78,7 @@ def get_batch(data, batch_size, seq_len, device, generator=None):
     else:
         windows = windows.to(device)
     return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
-# <<< lesson code from notebooks/06_data_loading.py
+# <<< lesson code from py_src/06_data_loading.py
 
 
 # --- files ------------------------------------------------------------------------

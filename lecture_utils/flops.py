@@ -18,7 +18,7 @@ from lecture_utils.widgets import training_time_calculator  # noqa: F401  (its o
 SECONDS_PER_DAY = 24 * 60 * 60
 
 
-# >>> lesson code from notebooks/03_flops_and_mfu.py: edit it there, then `make export`
+# >>> lesson code from py_src/03_flops_and_mfu.py: edit it there, then `make export`
 @dataclass(frozen=True)
 class TrainingFlops:
     """6ND split into its forward (2ND) and backward (4ND) parts."""
@@ -40,7 +40,7 @@ def training_flops(n_params, n_tokens) -> TrainingFlops:
 def matmul_flops(b, d, k):
     """FLOPs of (b x d) @ (d x k): b*k outputs, each d multiplies and d adds."""
     return 2 * b * d * k
-# <<< lesson code from notebooks/03_flops_and_mfu.py
+# <<< lesson code from py_src/03_flops_and_mfu.py
 
 
 def training_days(flops: float, gpu: str | Accelerator, n_gpus: int, mfu: float,

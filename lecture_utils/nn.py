@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 
-# >>> lesson code from notebooks/05_parameters_and_init.py: edit it there, then `make export`
+# >>> lesson code from py_src/05_parameters_and_init.py: edit it there, then `make export`
 def init_weight(d_in, d_out, *, device=None, dtype=None):
     """A (d_in, d_out) weight from a normal with std 1/sqrt(d_in), cut at ±3 std.
 
@@ -32,10 +32,10 @@ class Linear(nn.Module):
 
     def extra_repr(self):
         return f"d_in={self.weight.shape[0]}, d_out={self.weight.shape[1]}"
-# <<< lesson code from notebooks/05_parameters_and_init.py
+# <<< lesson code from py_src/05_parameters_and_init.py
 
 
-# >>> lesson code from notebooks/08_training_loop.py: edit it there, then `make export`
+# >>> lesson code from py_src/08_training_loop.py: edit it there, then `make export`
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean over positions of logsumexp(z) - z[target]; logits (..., vocab), targets (...) ids."""
     z = logits.float()  # reductions in fp32, whatever dtype autocast gave the logits
@@ -43,4 +43,4 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     log_sum = (z - peak).exp().sum(dim=-1).log() + peak.squeeze(-1)
     picked = z.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     return (log_sum - picked).mean()
-# <<< lesson code from notebooks/08_training_loop.py
+# <<< lesson code from py_src/08_training_loop.py

@@ -2,7 +2,7 @@
 ``state_bytes`` and a measured ZeRO stage 1 (``zero_state_bytes``).
 
 The optimizers are lesson code: they are written, and explained, in
-notebooks/07_optimizers.py, and the region below is exported from there (``make export``).
+py_src/07_optimizers.py, and the region below is exported from there (``make export``).
 Hyper-parameter conventions are torch.optim's, so each is checked against its counterpart
 (tests/test_optim.py). The step count is a plain int in ``self.state``, so the state
 tensors are exactly 0, 1, 1, 1, 2 and 2 copies of the parameters.
@@ -19,7 +19,7 @@ from torch.optim import Optimizer
 from lecture_utils import validate
 
 
-# >>> lesson code from notebooks/07_optimizers.py: edit it there, then `make export`
+# >>> lesson code from py_src/07_optimizers.py: edit it there, then `make export`
 class UpdateRule(Optimizer):
     """The loop every optimizer below shares: each parameter with a gradient gets `update`."""
 
@@ -139,7 +139,7 @@ def state_bytes(optimizer):
     """Bytes of every tensor the optimizer keeps in `optimizer.state`."""
     return sum(t.numel() * t.element_size() for s in optimizer.state.values() for t in s.values()
                if isinstance(t, torch.Tensor))
-# <<< lesson code from notebooks/07_optimizers.py
+# <<< lesson code from py_src/07_optimizers.py
 
 
 # --- ZeRO stage 1, measured: two CPU processes ---------------------------------------

@@ -8,9 +8,9 @@ is lesson code (the d2l ``#@save`` idea): students read, edit and re-run it in t
 notebook, and the package holds an exported copy for later notebooks and the trainer.
 In the target module the copy sits between two marker lines, one region per notebook:
 
-    # >>> lesson code from notebooks/07_optimizers.py: edit it there, then `make export`
+    # >>> lesson code from py_src/07_optimizers.py: edit it there, then `make export`
     ...the marked cells, in notebook order, without their `# @save` line...
-    # <<< lesson code from notebooks/07_optimizers.py
+    # <<< lesson code from py_src/07_optimizers.py
 
     python scripts/export_lessons.py           # rewrite the regions from the notebooks
     python scripts/export_lessons.py --check   # exit 1 and show a diff if any region is stale
@@ -54,7 +54,7 @@ def lesson_cells(notebook: Path) -> list[tuple[str, str]]:
 def exports(root: Path = ROOT) -> dict[str, dict[str, str]]:
     """``{module path: {notebook path: region text}}`` over every notebook under ``root``."""
     result: dict[str, dict[str, str]] = {}
-    for notebook in sorted((root / "notebooks").glob("[0-9][0-9]_*.py")):
+    for notebook in sorted((root / "py_src").glob("[0-9][0-9]_*.py")):
         nb = notebook.relative_to(root).as_posix()
         for module, code in lesson_cells(notebook):
             regions = result.setdefault(module, {})

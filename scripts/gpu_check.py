@@ -81,7 +81,7 @@ def run_notebook(py: Path, log_dir: Path) -> dict:
     result = {"cells": len(cells), "ran": 0, "expected_errors": 0, "skipped": [], "status": "ok"}
     output = io.StringIO()
     cwd = Path.cwd()
-    os.chdir(py.parent)  # as Jupyter does: the notebook's folder
+    os.chdir(ROOT / "notebooks")  # as Jupyter does: the notebook's folder (the twin lives in py_src/)
     start = time.perf_counter()
     try:
         for i, cell in enumerate(cells, 1):
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     logs = args.out / "logs"
     logs.mkdir(exist_ok=True)
-    twins = [Path(p) for p in args.notebooks] if args.notebooks else sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
+    twins = [Path(p) for p in args.notebooks] if args.notebooks else sorted((ROOT / "py_src").glob("[0-9][0-9]_*.py"))
     report = {"gpu": torch.cuda.get_device_name(), "driver": driver_version(), "cuda": torch.version.cuda,
               "torch": torch.__version__, "python": platform.python_version(),
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -26,9 +26,9 @@ def test_the_lessons_the_issue_lists_are_exported():
 
 
 def _toy_repo(tmp_path: Path) -> Path:
-    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "py_src").mkdir()
     (tmp_path / "lecture_utils").mkdir()
-    (tmp_path / "notebooks" / "01_toy.py").write_text(
+    (tmp_path / "py_src" / "01_toy.py").write_text(
         "# %% [markdown]\n# # Toy\n\n# %%\n# @save lecture_utils/toy.py\n"
         "def double(x):\n    return 2 * x\n\n# %%\nprint(double(2))\n\n"
         "# %%\n# @save lecture_utils/toy.py\ndef triple(x):\n    return 3 * x\n")
@@ -51,7 +51,7 @@ def test_export_writes_a_region_and_check_then_passes(tmp_path):
 def test_a_one_character_edit_on_either_side_is_caught(tmp_path):
     root = _toy_repo(tmp_path)
     export_lessons.export(root)
-    notebook = root / "notebooks" / "01_toy.py"
+    notebook = root / "py_src" / "01_toy.py"
     module = root / "lecture_utils" / "toy.py"
     original_nb, original_module = notebook.read_text(), module.read_text()
 
@@ -68,6 +68,6 @@ def test_a_one_character_edit_on_either_side_is_caught(tmp_path):
 def test_a_region_whose_cell_was_removed_is_reported(tmp_path):
     root = _toy_repo(tmp_path)
     export_lessons.export(root)
-    notebook = root / "notebooks" / "01_toy.py"
+    notebook = root / "py_src" / "01_toy.py"
     notebook.write_text(notebook.read_text().replace("# @save lecture_utils/toy.py\n", ""))
     assert any("exports nothing to it" in p for p in export_lessons.stale(root))

@@ -45,7 +45,7 @@ def test_every_linked_heading_exists_in_its_notebook():
         assert target is not None, f"{section}: no notebook linked"
         ipynb = ROOT / target.group(1)
         assert ipynb.exists(), f"{section}: {ipynb.name} does not exist"
-        source = ipynb.with_suffix(".py").read_text(encoding="utf-8")
+        source = (ROOT / "py_src" / ipynb.with_suffix(".py").name).read_text(encoding="utf-8")
         assert re.search(rf"^# #+ {re.escape(heading)}$", source, re.M), f"{section}: no heading {heading!r}"
         if section.startswith("§"):
             assert heading.startswith(section + " "), f"{section}: heading lacks its section number"

@@ -74,7 +74,7 @@ def read_checkpoint(path: str | Path) -> dict:
     return payload
 
 
-# >>> lesson code from notebooks/08_training_loop.py: edit it there, then `make export`
+# >>> lesson code from py_src/08_training_loop.py: edit it there, then `make export`
 def save_checkpoint(path, model, optimizer, step: int, *, generator=None, **extra) -> Path:
     """Save model, optimizer, step, every RNG state and ``extra`` (plain data) atomically."""
     path = Path(path)
@@ -100,4 +100,4 @@ def load_checkpoint(path, model, optimizer, *, generator=None) -> int:
     optimizer.load_state_dict(payload["optimizer"])
     set_rng_state(payload["rng"], generator)
     return payload["step"]
-# <<< lesson code from notebooks/08_training_loop.py
+# <<< lesson code from py_src/08_training_loop.py

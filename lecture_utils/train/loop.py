@@ -44,7 +44,7 @@ OPTIMISATION_FIELDS = ("lr", "min_lr", "warmup", "weight_decay", "clip", "batch_
                        "deterministic")
 
 
-# >>> lesson code from notebooks/08_training_loop.py: edit it there, then `make export`
+# >>> lesson code from py_src/08_training_loop.py: edit it there, then `make export`
 def cosine_lr(step: int, max_lr: float, min_lr: float, warmup_steps: int, total_steps: int) -> float:
     """Linear warm-up from 0 to max_lr over warmup_steps, cosine decay to min_lr at
     total_steps, min_lr after. (TrainConfig checks the arguments.)"""
@@ -101,7 +101,7 @@ def train_step(model, optimizer, batches, lr: float, clip: float, scaler=None) -
     else:
         optimizer.step()
     return total, norm.item()
-# <<< lesson code from notebooks/08_training_loop.py
+# <<< lesson code from py_src/08_training_loop.py
 
 
 # --- the machinery ------------------------------------------------------------------
