@@ -1,0 +1,87 @@
+"""docs/gpu/reference.md: every figure sourced and labelled, every GPU-only block covered, specs as in hardware.py."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from lecture_utils.hardware import ACCELERATORS
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import gpu_check  # noqa: E402
+
+REFERENCE = ROOT / "docs" / "gpu" / "reference.md"
+LABELS = ("published, not measured here", "no published figure found")
+# The spec rows and the hardware.py number each must equal: (accelerator, field, dtype, unit).
+SPECS = {
+    "h100-sxm-bf16": ("H100 SXM", "dense_flops", "bf16", 1e12),
+    "h100-sxm-tf32": ("H100 SXM", "dense_flops", "tf32", 1e12),
+    "h100-sxm-fp32": ("H100 SXM", "dense_flops", "fp32", 1e12),
+    "h100-sxm-hbm": ("H100 SXM", "hbm_bandwidth", None, 1e9),
+    "h100-sxm-host-link": ("H100 SXM", "host_bandwidth", None, 1e9),
+    "h200-hbm": ("H200", "hbm_bandwidth", None, 1e9),
+    "a100-sxm-bf16": ("A100 SXM 80GB", "dense_flops", "bf16", 1e12),
+    "a100-sxm-tf32": ("A100 SXM 80GB", "dense_flops", "tf32", 1e12),
+    "a100-sxm-fp32": ("A100 SXM 80GB", "dense_flops", "fp32", 1e12),
+    "a100-80gb-hbm": ("A100 SXM 80GB", "hbm_bandwidth", None, 1e9),
+    "a100-host-link": ("A100 SXM 80GB", "host_bandwidth", None, 1e9),
+}
+
+
+def rows() -> dict[str, dict]:
+    """Every table row of reference.md, by its key, as {column header: cell}."""
+    table, header = {}, None
+    for line in REFERENCE.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+        elif not set(cells[0]) <= {"-", " "}:
+            assert len(cells) == len(header), line
+            table[cells[0].strip("`")] = dict(zip(header, cells, strict=True))
+    return table
+
+
+def test_every_figure_has_a_source_and_says_it_is_published_not_measured():
+    table = rows()
+    assert len(table) >= 20
+    for key, row in table.items():
+        assert row["label"] in LABELS, (key, row["label"])
+        assert row["source"] and row["figure"] and row["published value"], key
+        if row["label"] == LABELS[0]:  # a published figure names where it was published
+            assert "http" in row["source"] or "(URL above)" in row["source"], key
+        else:
+            assert "no published figure found" in row["published value"] or row["published value"].startswith(
+                "no published"), key
+    assert "**Measured here:**" in REFERENCE.read_text(encoding="utf-8")
+
+
+def test_every_cuda_only_block_of_every_notebook_is_mapped():
+    # An independent reading of the notebooks: the literal string after cuda_only(device, ...
+    blocks = {(py.stem[:2], what) for py in (ROOT / "py_src").glob("[0-9][0-9]_*.py")
+              for what in re.findall(r'cuda_only\(device, "([^"]+)"\)', py.read_text(encoding="utf-8"))}
+    assert len(blocks) >= 13
+    covered = " ".join(row["stands in for"] for row in rows().values())
+    missing = sorted(f"{nb}: {what}" for nb, what in blocks if f"{nb}: {what}" not in covered)
+    assert not missing, f"GPU-only blocks with no row in reference.md: {missing}"
+
+
+@pytest.mark.parametrize("key", sorted(SPECS))
+def test_spec_numbers_agree_with_the_hardware_table(key):
+    name, field, dtype, unit = SPECS[key]
+    published = float(re.match(r"[\d,.]+", rows()[key]["published value"]).group().replace(",", ""))
+    value = getattr(ACCELERATORS[name], field)
+    value = value[dtype] if dtype else value
+    assert published * unit == pytest.approx(value, rel=1e-9), (key, published, value / unit)
+
+
+def test_every_row_gpu_check_fills_exists_and_names_its_block():
+    table = rows()
+    for key, (notebook, what, _label) in gpu_check.MEASURED_ROWS.items():
+        assert key in table, key
+        assert f"{notebook[:2]}: {what}" in table[key]["stands in for"], key
+        assert what in (ROOT / "py_src" / f"{notebook}.py").read_text(encoding="utf-8"), key
