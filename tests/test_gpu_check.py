@@ -61,12 +61,14 @@ def test_run_notebook_allows_deliberate_errors_and_skips_missing_packages(tmp_pa
     assert "✓ x: 3" in (tmp_path / "99_probe.log").read_text()
 
 
-def test_run_notebook_fails_on_a_real_error(tmp_path):
+def test_run_notebook_fails_on_a_real_error_and_skips_what_depends_on_it(tmp_path):
     path = tmp_path / "98_broken.py"
-    path.write_text("# %%\nx = 1\n\n# %%\n1 / 0\n\n# %%\nprint('never')\n")
+    path.write_text("# %%\nx = 1\n\n# %%\ny = 1 / 0\n\n# %%\nprint(y)\n\n# %%\nprint('independent', x)\n")
     result = gpu_check.run_notebook(path, tmp_path)
     assert result["status"] == "failed" and "ZeroDivisionError" in result["error"]
-    assert result["ran"] == 1
+    assert result["ran"] == 2  # cells 1 and 4; cell 3 needs y from the failed cell
+    assert result["skipped"] == ["cell 3: uses y from failed cell 2"]
+    assert "independent 1" in (tmp_path / "98_broken.log").read_text()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without CUDA")
@@ -76,3 +78,113 @@ def test_refuses_cleanly_without_cuda(tmp_path):
     assert proc.returncode == 1
     assert proc.stdout.count("\n") == 1 and "no CUDA device" in proc.stdout
     assert not (tmp_path / "report.json").exists()
+
+
+# A notebook whose GPU-only blocks run on a simulated CUDA device: cuda_only() only looks at
+# device.type, so a torch.device("cuda") object passes the gate without touching a GPU.
+GPU_NOTEBOOK = '''# %%
+import torch
+from lecture_utils import check, cuda_only, measured
+device = torch.device("cuda")
+
+# %%
+if cuda_only(device, "a block that holds"):
+    rate = 800.0
+    measured("8192^3 bf16 matmul", rate, "TFLOP/s")
+    assert rate > 100, rate
+    check("two and two", 2 + 2, 4)
+
+# %%
+if cuda_only(device, "a block whose assert fails"):
+    mfu = 0.5
+    print("[per-device] MFU: 0.5")
+    assert mfu >= 0.6, f"MFU {mfu:.2f} < 0.6"
+    after = 1
+
+# %%
+if cuda_only(device, "a block that needs the failed one"):
+    assert mfu + after > 0
+
+# %%
+if cuda_only(torch.device("cpu"), "a block gated off on this device"):
+    assert False, "never runs"
+'''
+
+
+def gpu_run(tmp_path):
+    path = tmp_path / "97_gpu.py"
+    path.write_text(GPU_NOTEBOOK)
+    return gpu_check.run_notebook(path, tmp_path)
+
+
+def test_each_cuda_only_block_is_reported_by_name_with_its_checks(tmp_path):
+    result = gpu_run(tmp_path)
+    blocks = {b["what"]: b for b in result["blocks"]}
+    assert list(blocks) == ["a block that holds", "a block whose assert fails",
+                            "a block that needs the failed one", "a block gated off on this device"]
+    held = blocks["a block that holds"]
+    assert held["status"] == "passed"
+    assert held["checks"] == ["assert rate > 100, rate", 'check("two and two", 2 + 2, 4)']
+    assert held["measured"] == ["[measured] 8192^3 bf16 matmul: 800 TFLOP/s"]
+    failed = blocks["a block whose assert fails"]
+    assert failed["status"] == "failed"
+    assert failed["message"] == "AssertionError: MFU 0.50 < 0.6"
+    assert failed["statement"] == 'assert mfu >= 0.6, f"MFU {mfu:.2f} < 0.6"'
+    assert failed["measured"] == ["[per-device] MFU: 0.5"]  # both prefixes are collected
+    dependent = blocks["a block that needs the failed one"]
+    assert (dependent["status"], dependent["reason"]) == ("skipped", "uses after from failed cell 3")
+    gated = blocks["a block gated off on this device"]
+    assert gated["status"] == "skipped" and "returned False" in gated["reason"]
+    assert result["status"] == "failed" and result["error"].startswith("cell 3: AssertionError")
+    assert "[per-device] MFU: 0.5" in result["measured"]
+
+
+def fake_report(result):
+    return {"gpu": "NVIDIA H200", "driver": "570.0", "cuda": "12.8", "torch": "2.7.0", "python": "3.12",
+            "date": "2025-01-01 00:00 UTC", "notebooks": {"97_gpu": result}, "benchmarks": {},
+            "memory": {}}
+
+
+def test_the_summary_lists_every_block_with_its_status_and_failing_statement(tmp_path):
+    text = gpu_check.summary_markdown(fake_report(gpu_run(tmp_path)))
+    assert "- **passed**: 97_gpu, cell 2: a block that holds" in text
+    assert "- **failed**: 97_gpu, cell 3: a block whose assert fails (AssertionError: MFU 0.50 < 0.6)" in text
+    assert "  - failing statement: `assert mfu >= 0.6, f\"MFU {mfu:.2f} < 0.6\"`" in text
+    assert "- **skipped**: 97_gpu, cell 4: a block that needs the failed one (uses after from failed cell 3)" in text
+    assert "  - checks: `assert rate > 100, rate`" in text
+
+
+def table_cells(text):
+    return [[c.strip() for c in line.strip().strip("|").split("|")]
+            for line in text.splitlines() if line.startswith("| `")]
+
+
+def test_the_reference_gets_its_measured_column_filled_and_keeps_the_published_ones(tmp_path, monkeypatch):
+    result = gpu_run(tmp_path)
+    monkeypatch.setattr(gpu_check, "MEASURED_ROWS", {
+        "bf16-gemm-8192": ("97_gpu", "a block that holds", gpu_check.re.escape("8192^3 bf16 matmul")),
+        "gpt2-small-mfu": ("97_gpu", "a block whose assert fails", "MFU"),
+        "autocast-dtypes": ("97_gpu", "a block that needs the failed one", "anything"),
+    })
+    before = (ROOT / "docs" / "gpu" / "reference.md").read_text(encoding="utf-8")
+    reference = tmp_path / "reference.md"
+    reference.write_text(before)
+    gpu_check.write_atomically(reference, gpu_check.fill_reference(before, fake_report(result)))
+    after = reference.read_text()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".reference")] == []  # no temp left
+    old, new = table_cells(before), table_cells(after)
+    assert [r[:-1] for r in old] == [r[:-1] for r in new]  # every published cell unchanged
+    measured = {r[0].strip("`"): r[-1] for r in new}
+    assert measured["bf16-gemm-8192"] == "800 TFLOP/s (NVIDIA H200)"
+    assert measured["gpt2-small-mfu"] == "0.5 (its block failed) (NVIDIA H200)"
+    assert measured["autocast-dtypes"].startswith("not measured: skipped (uses after from failed cell 3)")
+    assert measured["h100-sxm-bf16"] == {r[0].strip("`"): r[-1] for r in old}["h100-sxm-bf16"]
+    assert "**Measured here:** NVIDIA H200, torch 2.7.0, CUDA 12.8, 2025-01-01 00:00 UTC" in after
+    assert "not yet run on a GPU" in before and "**Measured here:** not yet run" not in after
+
+
+def test_refuses_a_reference_that_is_not_a_file(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--out", str(tmp_path),
+                           "--reference", str(tmp_path / "nope.md")], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stdout.count("\n") == 1 and "nope.md is not a file" in proc.stdout and not proc.stderr
