@@ -1,7 +1,10 @@
 """Every claim a notebook makes is checked, and every measurement is labelled.
 
 ``check`` (and ``check_raises``) assert and print one ``✓`` line; ``measured`` prints a ``[measured]``
-line, which nbval masks (tests/nbval_sanitize.cfg) because timings vary by machine.
+line whose value nbval masks (tests/nbval_sanitize.cfg) because timings vary by machine; its label
+and the number of such lines are still compared. Lines that exist only on some devices, or whose
+label depends on the device, print as ``[per-device]``; nbval folds a run of them into one, so the
+CPU golden also holds on a GPU.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import torch
 # The output markers, spelled here only: device, hardware and scripts/ import them.
 CHECK_MARK = "✓"
 MEASURED_PREFIX = "[measured]"
+PER_DEVICE_PREFIX = "[per-device]"
 
 
 def _close(got, expected, rel: float, abs_: float) -> bool:
@@ -88,17 +92,21 @@ def check_raises(name: str, error: type[BaseException], fn, *args, **kwargs) -> 
                          f"    returned: {_short(result)}")
 
 
-def measured(name: str, value, unit: str = "", digits: int = 3) -> None:
+def measured(name: str, value, unit: str = "", digits: int = 3, *, per_device: bool = False) -> None:
     """Print a machine-dependent value as ``[measured] name: value unit``.
 
     Use it for anything timed or read off this machine, never for computed numbers
-    (those go through :func:`check` so nbval compares them exactly).
+    (those go through :func:`check` so nbval compares them exactly). nbval masks the
+    value but compares ``name``, so a name must not contain a measured number.
+    ``per_device=True`` (inside a GPU-only block, or when ``name`` depends on the device)
+    prints ``[per-device] name: value unit`` instead.
     """
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         text = f"{value:.{digits}g}"
     else:
         text = str(value)
-    print(f"{MEASURED_PREFIX} {name}: {text}{' ' + unit if unit else ''}")
+    prefix = PER_DEVICE_PREFIX if per_device else MEASURED_PREFIX
+    print(f"{prefix} {name}: {text}{' ' + unit if unit else ''}")
 
 
 def fmt(value, spec: str) -> str:

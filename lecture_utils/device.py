@@ -17,6 +17,8 @@ from lecture_utils.checks import measured
 # Set LECTURE_DEVICE=cpu to make a GPU machine reproduce the CPU golden outputs.
 DEVICE_ENV_VAR = "LECTURE_DEVICE"
 DEVICE_TYPES = ("cuda", "mps", "cpu")
+# Where a reader without a GPU finds published figures for every GPU-only cell.
+GPU_REFERENCE = "docs/gpu/reference.md"
 
 
 class DeviceError(RuntimeError, ValueError):
@@ -81,12 +83,13 @@ def describe_device(device: torch.device) -> str:
 def cuda_only(device: torch.device, what: str) -> bool:
     """Gate a GPU-only cell: True on a CUDA device; elsewhere print one line and return False.
 
-    The skip line is a ``[measured]`` line (it depends on the machine), and so is every
-    line a GPU-only cell prints, so the CPU and CUDA goldens sanitize to the same text.
+    The skip line is a ``[per-device]`` line, and so is every line the GPU-only block prints
+    (``measured(..., per_device=True)``), so the CPU and CUDA goldens sanitize to the same text.
     """
     if device.type == "cuda":
         return True
-    measured(f"skipped on {device.type}", f"{what} needs a CUDA GPU (figures from a real GPU: docs/gpu/README.md)")
+    measured(f"skipped on {device.type}", f"{what} needs a CUDA GPU; published figures: {GPU_REFERENCE}",
+             per_device=True)
     return False
 
 

@@ -506,8 +506,8 @@ if cuda_only(device, "allocating the bf16 FFN matrix for real"):
     before = torch.cuda.memory_allocated()
     w_gpu = torch.empty(shape, dtype=torch.bfloat16, device=device)
     grown = torch.cuda.memory_allocated() - before
-    measured("memory_allocated() grew by", format_bytes(grown))
-    measured("predicted (tensor_bytes)", format_bytes(ffn_bytes[torch.bfloat16]))
+    measured("memory_allocated() grew by", format_bytes(grown), per_device=True)
+    measured("predicted (tensor_bytes)", format_bytes(ffn_bytes[torch.bfloat16]), per_device=True)
     assert grown == ffn_bytes[torch.bfloat16], (grown, ffn_bytes[torch.bfloat16])
     del w_gpu
     torch.cuda.empty_cache()

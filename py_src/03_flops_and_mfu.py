@@ -246,9 +246,10 @@ for size in EW_SIZES:
     x = torch.randn(size, device=device)
     seconds = time_fn(sin_plus_square, x, min_run_time=0.05)
     rate = FLOPS_PER_ELEMENT * size / seconds
-    measured(f"sin(x) + x*x, {size:>10,} elements", seconds * 1e6, "µs")
-    measured("  achieved", rate / 1e9, "GFLOP/s")
-    measured("  achieved (eager traffic)", EW_BYTES_EAGER * size / seconds / 1e9, "GB/s")
+    # per_device: the sizes (and so the labels) differ between a CPU and a GPU
+    measured(f"sin(x) + x*x, {size:>10,} elements", seconds * 1e6, "µs", per_device=True)
+    measured("  achieved", rate / 1e9, "GFLOP/s", per_device=True)
+    measured("  achieved (eager traffic)", EW_BYTES_EAGER * size / seconds / 1e9, "GB/s", per_device=True)
     ew_points.append((f"sin(x)+x*x, 2^{size.bit_length() - 1}", float(ew_intensity), rate))
 del x
 
@@ -319,8 +320,8 @@ MM_SIZES = [1024, 2048, 4096, 8192] if ON_GPU else [64, 128, 256, 512]
 mm_points = []
 for size in MM_SIZES:
     rate = matmul_flops_per_s(size, "fp32", device, min_run_time=0.05)
-    measured(f"fp32 matmul {size}^3", matmul_flops(size, size, size) / rate * 1e6, "µs")
-    measured("  achieved", rate / 1e9, "GFLOP/s")
+    measured(f"fp32 matmul {size}^3", matmul_flops(size, size, size) / rate * 1e6, "µs", per_device=True)
+    measured("  achieved", rate / 1e9, "GFLOP/s", per_device=True)
     mm_points.append((f"matmul {size}", float(matmul_intensity(size)), rate))
 
 # %% [markdown]
@@ -478,9 +479,9 @@ check("same outputs as math attention", torch.allclose(model_sdpa(idx), model(id
 if cuda_only(device, "counting fused (sdpa) attention on CUDA"):
     gpu_model = GPT(get_config("tiny", attention="sdpa")).to(device)
     gpu_counted = count_flops(gpu_model, idx.to(device))
-    measured("sdpa on CUDA: forward count", f"{gpu_counted.forward:,}")
-    measured("sdpa on CUDA: backward / forward", gpu_counted.backward / gpu_counted.forward)
-    measured("sdpa on CUDA: uncounted ops", gpu_counted.uncounted_ops)
+    measured("sdpa on CUDA: forward count", f"{gpu_counted.forward:,}", per_device=True)
+    measured("sdpa on CUDA: backward / forward", gpu_counted.backward / gpu_counted.forward, per_device=True)
+    measured("sdpa on CUDA: uncounted ops", gpu_counted.uncounted_ops, per_device=True)
     assert gpu_counted.forward == counted.forward, (gpu_counted.forward, counted.forward)
     assert gpu_counted.backward >= 2 * gpu_counted.forward
     del gpu_model
@@ -628,15 +629,16 @@ for dt in MFU_DTYPES:
     rates_by_dtype[dt] = dict(achieved)  # kept for the throughput figure below
     denominator = (max(peak.flops_per_s, *achieved.values()) if peak.is_measured
                    else peak.flops_per_s)
-    measured(f"{dt} peak ({peak.source})", denominator / 1e12, "TFLOP/s")
+    measured(f"{dt} peak ({peak.source})", denominator / 1e12, "TFLOP/s", per_device=True)
     for s in MFU_SIZES:
         mfus[dt, s] = mfu(flops[s], seconds[s], denominator)
-        measured(f"  {dt} {s}^3 matmul at {achieved[s] / 1e12:.3g} TFLOP/s: MFU", mfus[dt, s])
+        measured(f"  {dt} {s}^3 matmul: TFLOP/s, MFU", f"{achieved[s] / 1e12:.3g}, {mfus[dt, s]:.3g}",
+                 per_device=True)
         raw_mfus[dt, s] = achieved[s] / peak.flops_per_s  # against the peak as first measured
 if device.type == "cpu" and Path("/proc/cpuinfo").exists():
     flags = set(Path("/proc/cpuinfo").read_text().split())
     measured("CPU bf16 matrix instructions (avx512_bf16, amx_bf16)",
-             ", ".join(f for f in ("avx512_bf16", "amx_bf16") if f in flags) or "none")
+             ", ".join(f for f in ("avx512_bf16", "amx_bf16") if f in flags) or "none", per_device=True)
 # falsifiable: another dtype's peak (4-15x apart) or a FLOP count 4x off breaks it; a peak
 # measured while the machine was busy can be beaten by later timings, but not 3x
 check("every MFU against its own dtype's peak (as measured, or spec) is in (0, 3)",
@@ -724,10 +726,10 @@ if cuda_only(device, "the MFU of an 8192^3 bf16 matmul"):
     gpu = detect(device)
     big = matmul_flops(8192, 8192, 8192)
     rate = matmul_flops_per_s(8192, "bf16", device, min_run_time=0.5)
-    measured("8192^3 bf16 matmul", rate / 1e12, "TFLOP/s")
+    measured("8192^3 bf16 matmul", rate / 1e12, "TFLOP/s", per_device=True)
     if gpu is not None:
         big_mfu = mfu(big, big / rate, gpu.peak("bf16"))
-        measured(f"MFU against the {gpu.name} dense bf16 peak", big_mfu)
+        measured(f"MFU against the {gpu.name} dense bf16 peak", big_mfu, per_device=True)
         assert big_mfu >= 0.6, f"MFU {big_mfu:.2f} < 0.6 on {gpu.name}"
 
 # %% [markdown]
@@ -754,10 +756,10 @@ check("8191^3 does fewer FLOPs than 8192^3 (ratio)",
 
 pair, tile_dtype = ((8191, 8192), "bf16") if ON_GPU else ((511, 512), "fp32")
 tile_rates = {n: matmul_flops_per_s(n, tile_dtype, device, min_run_time=0.1) for n in pair}
-for n, rate in tile_rates.items():
-    measured(f"{tile_dtype} {n}^3 matmul", rate / 1e9, "GFLOP/s")
+for n, rate in tile_rates.items():  # per_device: the pair and dtype differ on a GPU
+    measured(f"{tile_dtype} {n}^3 matmul", rate / 1e9, "GFLOP/s", per_device=True)
 measured(f"{pair[0]} / {pair[1]} throughput (1 = no penalty)",
-         tile_rates[pair[0]] / tile_rates[pair[1]])
+         tile_rates[pair[0]] / tile_rates[pair[1]], per_device=True)
 
 # %% [markdown]
 # ### Back to §1.1: a training-time calculator

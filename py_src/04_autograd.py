@@ -296,7 +296,7 @@ if ON_GPU:
 with torch.device("meta"):  # shapes only: counting needs no data and no memory
     t_flops = count_flops(Cruncher(T_WIDTH, 4), torch.randn(T_WIDTH, T_WIDTH, requires_grad=True))
 check("FLOP ratio backward / forward at this shape", t_flops.backward / t_flops.forward, 2.0)
-measured(f"forward, width = batch = {T_WIDTH}", t_forward * 1e3, "ms")
+measured(f"forward, width = batch = {T_WIDTH}", t_forward * 1e3, "ms", per_device=True)  # width differs on a GPU
 measured("backward", t_backward * 1e3, "ms")
 measured("backward / forward time", t_backward / t_forward)
 
@@ -646,11 +646,11 @@ if cuda_only(device, "the peak memory of an AdamW step, against the prediction")
     g_predicted = mlp_peak_bytes(n_layers=G_L, width=G_D, batch=G_B, optimizer="adamw")
     g_P = (G_L * G_D * G_D + G_D) * 4
     g_floor = 3 * g_P + 4 * ((G_L + 2) * G_B * G_D + G_D * G_D + G_D)
-    measured("peak allocated, one AdamW step", format_bytes(g_peak))
-    measured("mlp_peak_bytes prediction", format_bytes(g_predicted))
-    measured("measured / predicted", g_peak / g_predicted)
-    measured("exact count of live tensors (this notebook)", format_bytes(g_floor))
-    measured("allocator extras above it (workspace, rounding)", format_bytes(g_peak - g_floor))
+    measured("peak allocated, one AdamW step", format_bytes(g_peak), per_device=True)
+    measured("mlp_peak_bytes prediction", format_bytes(g_predicted), per_device=True)
+    measured("measured / predicted", g_peak / g_predicted, per_device=True)
+    measured("exact count of live tensors (this notebook)", format_bytes(g_floor), per_device=True)
+    measured("allocator extras above it (workspace, rounding)", format_bytes(g_peak - g_floor), per_device=True)
     assert abs(g_peak / g_predicted - 1) < 0.05, (g_peak, g_predicted)
     assert g_peak >= g_floor, (g_peak, g_floor)
     del g_model, g_x, g_opt
@@ -684,7 +684,7 @@ if cuda_only(device, "reserved versus allocated memory of the caching allocator"
     a3, r3 = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
     for label, a, r in (("before", a0, r0), ("with a 256 MiB tensor", a1, r1),
                         ("after del", a2, r2), ("after empty_cache()", a3, r3)):
-        measured(f"{label}: allocated / reserved", f"{format_bytes(a)} / {format_bytes(r)}")
+        measured(f"{label}: allocated / reserved", f"{format_bytes(a)} / {format_bytes(r)}", per_device=True)
     assert a1 - a0 == 2**28, (a0, a1)       # the tensor's bytes, exactly
     assert a2 == a0, (a0, a2)               # del: the block is free again...
     assert r2 == r1, (r1, r2)               # ...but stays reserved, cached for reuse

@@ -189,9 +189,9 @@ if cuda_only(device, "moving a module to the GPU with .to(device)"):
     weight_object = gpu_layer.weight
     gpu_layer.to(device)
     out = gpu_layer(torch.randn(8, 4, device=device))
-    measured("weight device after .to(device)", gpu_layer.weight.device)
-    measured("same Parameter object after the move", gpu_layer.weight is weight_object)
-    measured("output device", out.device)
+    measured("weight device after .to(device)", gpu_layer.weight.device, per_device=True)
+    measured("same Parameter object after the move", gpu_layer.weight is weight_object, per_device=True)
+    measured("output device", out.device, per_device=True)
     assert gpu_layer.weight.is_cuda and out.is_cuda
     assert gpu_layer.weight is weight_object  # CPU<->CUDA swaps .data, like a dtype change
     del gpu_layer, weight_object, out

@@ -1,5 +1,6 @@
 """tests/nbval_sanitize.cfg: what nbval masks, parsed the way nbval parses it."""
 
+import ast
 import re
 from pathlib import Path
 
@@ -22,10 +23,22 @@ def sanitize(text: str) -> str:
 
 
 def test_gpu_cell_goldens_match_between_cpu_and_cuda():
-    cpu = "✓ predicted: 96\n[measured] skipped on cpu: peak memory needs a CUDA GPU\n"
-    cuda = ("✓ predicted: 96\n[measured] peak: 1.21 GB (1.12 GiB)\n"
-            "[measured] allocator overhead: 0 B\n")
-    assert sanitize(cpu) == sanitize(cuda) == "✓ predicted: 96\n[measured] ...\n"
+    """A GPU-only block prints one skip line on the CPU and several lines on CUDA."""
+    cpu = ("✓ predicted: 96\n"
+           "[per-device] skipped on cpu: peak memory needs a CUDA GPU; published figures: docs/gpu/reference.md\n"
+           "[measured] after: 3 ms\n")
+    cuda = ("✓ predicted: 96\n[per-device] peak: 1.21 GB (1.12 GiB)\n"
+            "[per-device] allocator overhead: 0 B\n[measured] after: 0.2 ms\n")
+    assert sanitize(cpu) == sanitize(cuda) == "✓ predicted: 96\n[per-device] ...\n[measured] after: ...\n"
+
+
+def test_measured_values_are_masked_but_labels_and_counts_are_compared():
+    golden = "[measured] copy: 1.2 GB/s\n[measured] view: 3 µs\n"
+    assert sanitize(golden) == sanitize("[measured] copy: 88 GB/s\n[measured] view: 0.1 µs\n")
+    assert sanitize(golden) != sanitize("[measured] copy: 1.2 GB/s\n")  # a line went missing
+    assert sanitize(golden) != sanitize("[measured] copy: 1.2 GB/s\n[measured] views: 3 µs\n")  # relabelled
+    # a label made from a measured number would differ from run to run: it is not masked
+    assert sanitize("[measured] 1.2 GB/s copy: x\n") != sanitize("[measured] 1.3 GB/s copy: x\n")
 
 
 @pytest.mark.parametrize("line", ["device: cpu (2 threads)", "device: cuda:0 (NVIDIA H200)", "device: mps"])
@@ -33,11 +46,54 @@ def test_device_lines_are_masked(line):
     assert sanitize(line + "\n") == "device: ...\n"
 
 
-def test_checked_values_are_not_masked():
-    text = "✓ bytes: 2415919104\nfp16 max 65504\n"
+@pytest.mark.parametrize("text", [
+    "✓ bytes: 2415919104\nfp16 max 65504\n",
+    "✓ the tensor is on the expected device: cpu\n",  # 'device:' inside a check line stays checked
+    "✓ notes (measured) x: 3\n",
+])
+def test_checked_values_are_not_masked(text):
     assert sanitize(text) == text
 
 
 def test_addresses_and_cell_paths_are_masked():
     text = "<Figure at 0x7f3a2c> /tmp/ipykernel_123/4567.py:8: UserWarning"
     assert sanitize(text) == "<Figure at 0xADDRESS> CELL:LINE: UserWarning"
+
+
+def _cuda_only_blocks():
+    """(notebook, line, block) for every ``if cuda_only(...):`` block in the .py twins."""
+    for twin in sorted(Path(__file__).resolve().parents[1].glob("py_src/[0-9][0-9]_*.py")):
+        for node in ast.walk(ast.parse(twin.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.If) and isinstance(node.test, ast.Call)
+                    and getattr(node.test.func, "id", None) == "cuda_only"):
+                yield twin.name, node.lineno, node
+
+
+def _calls(block: ast.If, name: str) -> list[ast.Call]:
+    return [n for stmt in block.body for n in ast.walk(stmt)
+            if isinstance(n, ast.Call) and getattr(n.func, "id", None) == name]
+
+
+def test_gpu_only_blocks_print_only_per_device_lines():
+    """On CUDA a block's output replaces the CPU's one skip line: it must fold the same way."""
+    blocks = list(_cuda_only_blocks())
+    assert len(blocks) >= 10
+    wrong = []
+    for name, line, block in blocks:
+        for call in _calls(block, "measured"):
+            if not any(k.arg == "per_device" and getattr(k.value, "value", None) is True for k in call.keywords):
+                wrong.append(f"{name}:{call.lineno} measured(...) without per_device=True")
+        wrong += [f"{name}:{c.lineno} {f}() prints an unmasked line" for f in ("check", "print", "display")
+                  for c in _calls(block, f)]
+    assert wrong == []
+
+
+def test_the_skip_line_points_to_the_published_gpu_figures(capsys):
+    import torch
+
+    from lecture_utils.device import GPU_REFERENCE, cuda_only
+
+    assert cuda_only(torch.device("cpu"), "a GPU thing") is False
+    out = capsys.readouterr().out
+    assert out.startswith("[per-device] skipped on cpu: a GPU thing needs a CUDA GPU") and GPU_REFERENCE in out
+    assert (Path(__file__).resolve().parents[1] / GPU_REFERENCE).is_file()
