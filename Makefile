@@ -34,11 +34,14 @@ setup: $(STAMP)  ## create .venv, install pinned deps, register the Jupyter kern
 # pass it then, and only then.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# Lab serves the repository but opens in notebooks/, which holds only the eight notebooks:
+# rooted at notebooks/, jupytext could not write the paired .py twin in py_src/ on save.
 # jupyter/ joins Jupyter's config path for this Lab only (the user's ~/.jupyter is left
 # alone): its labconfig/page_config.json turns off the "official Jupyter news?" prompt.
 lab: $(STAMP)  ## set up, then open JupyterLab in notebooks/
 	JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
-		$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ROOT) $(LAB_ARGS)
+		$(BIN)/jupyter lab --notebook-dir=. --LabApp.default_url=/lab/tree/notebooks \
+		$(LAB_ROOT) $(LAB_ARGS)
 
 # One intra-op thread per process under xdist: two workers (plus their notebook kernels)
 # on two cores otherwise oversubscribe, and OpenMP's spin-waiting doubles the CPU time.
