@@ -17,8 +17,8 @@ One module per lecture concept:
 - ``plots`` (figures), ``widgets`` (the ipywidgets calculators), ``cli`` (``python -m lecture_utils ...``)
 """
 
-from lecture_utils.checks import check, check_raises, measured
+from lecture_utils.checks import check, check_answer, check_raises, measured
 from lecture_utils.device import cuda_only, get_device, setup
 
-__all__ = ["check", "check_raises", "cuda_only", "get_device", "measured", "setup"]
+__all__ = ["check", "check_answer", "check_raises", "cuda_only", "get_device", "measured", "setup"]
 __version__ = "0.1.0"

@@ -74,6 +74,26 @@ def check(name: str, got, expected, rel: float = 0, abs: float = 0) -> None:  # 
     print(f"{CHECK_MARK} {name}: {_short(got)}")
 
 
+def check_answer(name: str, answer, expected, rel: float = 0, abs: float = 0) -> bool:  # noqa: A002
+    """An exercise's check cell: tell the student whether ``answer`` is right; never raise.
+
+    ``...`` (the fill-in cell's placeholder) prints a "not answered yet" line, a wrong answer a
+    "not right yet" line that does not give the expected value away. Returns whether it is right.
+    """
+    if answer is Ellipsis:
+        print(f"{name}: not answered yet (replace the ... in the cell above and run both cells)")
+        return False
+    try:
+        right = _close(answer, expected, rel, abs)
+    except (AssertionError, TypeError, ValueError, RuntimeError):
+        right = False  # e.g. a string where a number was asked for, or a wrong shape
+    if right:
+        print(f"{CHECK_MARK} {name}: {_short(answer)} is right")
+    else:
+        print(f"✗ {name}: {_short(answer)} is not right yet (the hidden solution below explains it)")
+    return right
+
+
 def check_raises(name: str, error: type[BaseException], fn, *args, **kwargs) -> BaseException:
     """Assert that ``fn(*args, **kwargs)`` raises ``error``; print ``✓ name: raises Error``.
 

@@ -106,3 +106,18 @@ def test_the_output_markers_are_spelled_once():
                  if path.name != "checks.py" and literal.search(path.read_text(encoding="utf-8"))]
     assert offenders == []
     assert (CHECK_MARK, MEASURED_PREFIX) == ("✓", "[measured]")
+
+
+def test_check_answer_says_not_answered_right_or_not_right_and_never_raises(capsys):
+    from lecture_utils.checks import check_answer
+
+    assert check_answer("Q3", ..., 5_000_000_000) is False
+    assert "Q3: not answered yet" in capsys.readouterr().out
+    assert check_answer("Q3", 5e9, 5_000_000_000, rel=0.01) is True
+    assert capsys.readouterr().out == "✓ Q3: 5000000000.0 is right\n"
+    assert check_answer("Q3", 4e9, 5_000_000_000, rel=0.01) is False
+    wrong = capsys.readouterr().out
+    assert wrong.startswith("✗ Q3: 4000000000.0 is not right yet") and "5000000000" not in wrong
+    assert check_answer("Q3", "five billion", 5_000_000_000, rel=0.01) is False  # no TypeError
+    assert check_answer("shape", torch.zeros(2), torch.zeros(3)) is False
+    assert check_answer("exact", 5_000_000_001, 5_000_000_000) is False
