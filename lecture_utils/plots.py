@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -143,4 +146,52 @@ def plot_roofline(points, peak_flops, bandwidth, title=None):
     ax.set_ylabel("achieved FLOP/s")
     ax.set_title(title or "roofline", loc="left", fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+CURVES_FIGSIZE, CURVES_DPI = (15.0, 5.0), 100  # projector-sized: 1500 x 500 pixels
+
+
+def plot_training_curves(log_path_or_records, path=None):
+    """The trainer's log as three panels over the step: train and validation loss, learning
+    rate, tokens/s.
+
+    ``log_path_or_records`` is a run folder, its ``log.jsonl`` (one JSON object per step:
+    ``step``, ``loss``, ``lr``, ``tokens_per_s`` and, every ``val_every`` steps,
+    ``val_loss``) or those records as a list of dicts. With ``path`` the figure is also
+    saved there as a PNG, atomically: a temporary file beside it is renamed over it, so an
+    existing file is never left half-written. ``python -m lecture_utils.train plot OUT``
+    checks the log first and calls this.
+    """
+    records = log_path_or_records
+    if isinstance(records, (str, os.PathLike)):
+        log = Path(records)
+        log = log / "log.jsonl" if log.is_dir() else log
+        records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    steps = [r["step"] for r in records]
+    val = [(r["step"], r["val_loss"]) for r in records if "val_loss" in r]
+    with plt.rc_context({"font.size": 13}):
+        fig, (ax_loss, ax_lr, ax_tps) = plt.subplots(1, 3, figsize=CURVES_FIGSIZE, dpi=CURVES_DPI,
+                                                     layout="constrained")
+        ax_loss.plot(steps, [r["loss"] for r in records], marker="o", label="train loss")
+        if val:
+            ax_loss.plot(*zip(*val, strict=True), marker="s", markersize=9, label="validation loss")
+        ax_loss.set(xlabel="step", ylabel="cross-entropy (nats)", title="Loss")
+        # Below the axes, so it never hides a curve whatever the losses do.
+        ax_loss.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+        ax_lr.plot(steps, [r["lr"] for r in records], marker="o", color="C2")
+        ax_lr.set(xlabel="step", ylabel="learning rate", title="Learning rate (warm-up, then cosine)")
+        ax_tps.plot(steps, [r["tokens_per_s"] for r in records], marker="o", color="C3")
+        ax_tps.set(xlabel="step", ylabel="tokens / s", title="Throughput (measured)")
+        ax_tps.set_ylim(bottom=0)
+        for ax in (ax_loss, ax_lr, ax_tps):
+            ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+        if path is not None:
+            path = Path(path)
+            tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")  # the run folder's temp-file pattern
+            try:
+                fig.savefig(tmp, format="png")
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
     return fig

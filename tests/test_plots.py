@@ -1,3 +1,5 @@
+import json
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -6,7 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from lecture_utils.plots import plot_bit_layout, plot_strides  # noqa: E402
+from lecture_utils.plots import plot_bit_layout, plot_strides, plot_training_curves  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -119,3 +121,60 @@ def test_roofline_accepts_a_point_above_the_ceiling():
     # it is drawn, not rejected.
     ax = plot_roofline([("in cache", 0.1, 5e9)], PEAK, BW).axes[0]
     assert ax.get_ylim()[1] > 5e9
+
+
+RECORDS = [{"step": s, "loss": 10.0 - s, "lr": 0.1 * s, "tokens_per_s": 100.0 + s, "grad_norm": 1.0}
+           | ({"val_loss": 10.5 - s} if s % 2 == 0 else {}) for s in range(1, 7)]
+
+
+@pytest.mark.parametrize("source", ["records", "folder", "file"])
+def test_training_curves_draw_each_logged_field_against_the_step(tmp_path, source):
+    (tmp_path / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    given = {"records": RECORDS, "folder": tmp_path, "file": tmp_path / "log.jsonl"}[source]
+    fig = plot_training_curves(given)
+    loss, lr, tps = fig.axes
+    steps = [1, 2, 3, 4, 5, 6]
+    train_line, val_line = loss.lines
+    assert list(train_line.get_xdata()) == steps and list(train_line.get_ydata()) == [9, 8, 7, 6, 5, 4]
+    assert list(val_line.get_xdata()) == [2, 4, 6] and list(val_line.get_ydata()) == [8.5, 6.5, 4.5]
+    assert list(lr.lines[0].get_ydata()) == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    assert list(tps.lines[0].get_ydata()) == [101, 102, 103, 104, 105, 106]
+    assert tps.get_ylim()[0] == 0  # throughput from zero: a dip is not exaggerated
+
+
+def test_training_curves_are_projector_sized_and_the_legend_hides_no_curve():
+    fig = plot_training_curves(RECORDS)
+    assert tuple(fig.get_size_inches()) == (15, 5)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        assert ax.title.get_fontsize() >= 13 and ax.xaxis.label.get_fontsize() >= 13
+        title = ax.title.get_window_extent(renderer)
+        assert fig.bbox.x0 <= title.x0 and title.x1 <= fig.bbox.x1 and title.y1 <= fig.bbox.y1  # not clipped
+    legend = fig.axes[0].get_legend().get_window_extent(renderer)
+    plot_area = fig.axes[0].get_window_extent(renderer)
+    assert not legend.overlaps(plot_area)  # outside the axes, so over no curve
+    assert fig.bbox.y0 <= legend.y0  # and still on the figure
+
+
+def test_training_curves_without_validation_draw_one_loss_line():
+    fig = plot_training_curves([{k: v for k, v in r.items() if k != "val_loss"} for r in RECORDS])
+    assert len(fig.axes[0].lines) == 1
+
+
+def test_saving_the_curves_is_atomic(tmp_path, monkeypatch):
+    target = tmp_path / "curves.png"
+    plot_training_curves(RECORDS, target)
+    good = target.read_bytes()
+    assert good.startswith(b"\x89PNG")
+
+    def crash(self, fname, **kw):  # a full disk half-way through writing the temporary file
+        with open(fname, "wb") as f:
+            f.write(b"\x89PNG half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(plt.Figure, "savefig", crash)
+    with pytest.raises(OSError):
+        plot_training_curves(RECORDS, target)
+    assert target.read_bytes() == good  # the old figure, whole
+    assert [p.name for p in tmp_path.iterdir()] == ["curves.png"]  # no temporary left behind

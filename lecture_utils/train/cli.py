@@ -3,17 +3,20 @@
     python -m lecture_utils.train --config tiny --steps 200 --out runs/tiny [--ckpt-every 50] [--resume]
     python -m lecture_utils.train ... --out runs/tiny --overwrite   # start over; the old run -> runs/tiny/previous-1/
     torchrun --nproc_per_node=2 -m lecture_utils.train --config tiny --steps 200 --out runs/ddp [--zero1]
+    python -m lecture_utils.train plot runs/tiny   # runs/tiny/curves.png from runs/tiny/log.jsonl
 
 Exit codes: 0 done; 2 a usage error (bad value, --out held by another trainer or holding a run
 without --resume/--overwrite, a corrupt checkpoint, a resume with another config); 1 a fault
 while writing (disk full, no permission: the last checkpoint is intact); 130/143 stopped by
 SIGINT/SIGTERM after saving a checkpoint at the current step (resume it with --resume).
+``plot`` is recognised as the first argument only, so the training command line is unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import typing
 from pathlib import Path
 
@@ -22,7 +25,10 @@ import torch.distributed as dist
 from lecture_utils.train.checkpoint import CHECKPOINT
 from lecture_utils.train.config import TrainConfig
 from lecture_utils.train.loop import Trainer
-from lecture_utils.train.run import RunError
+from lecture_utils.train.run import LOG, RunError, read_log
+
+CURVES = "curves.png"
+_PLOTTED = ("step", "loss", "lr", "tokens_per_s")  # what every record must hold to be drawn
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,7 +39,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m lecture_utils.train",
                 description="Train the lecture's GPT (§8): seeds, warm-up + cosine LR, clipping, "
-                            "accumulation, autocast, validation, atomic checkpoints, OOM recovery.")
+                            "accumulation, autocast, validation, atomic checkpoints, OOM recovery.",
+                epilog="python -m lecture_utils.train plot OUT  draws OUT/log.jsonl (loss, learning rate, "
+                       "tokens/s) into OUT/curves.png")
     p.add_argument("--out", type=Path, required=True, help="folder for checkpoint.pt and log.jsonl")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     p.add_argument("--overwrite", action="store_true",
@@ -55,7 +63,51 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def plot(argv: list[str]) -> int:
+    """``plot OUT``: OUT/curves.png from OUT/log.jsonl. A missing folder or log, or a log that is
+    empty, torn or lacks a plotted field, is one line and exit 2; an existing PNG is then untouched."""
+    parser = _Parser(prog="python -m lecture_utils.train plot",
+                     description="Draw a run's train/validation loss, learning rate and tokens/s "
+                                 f"from OUT/{LOG} into OUT/{CURVES}.")
+    parser.add_argument("out", type=Path, metavar="OUT", help="a run folder (the trainer's --out)")
+    out = parser.parse_args(argv).out
+    log = out / LOG
+    if not out.is_dir():
+        parser.error(f"{out} is not a folder (pass a run's --out)")
+    if not log.is_file():
+        parser.error(f"{log} does not exist: no run has logged a step in {out}")
+    try:
+        records, torn = read_log(log)
+    except ValueError as err:  # a bad line before the last
+        parser.error(str(err))
+    except OSError as err:
+        parser.error(f"cannot read {log}: {err.strerror or err}")
+    if torn:
+        parser.error(torn.replace(": dropped it", "; --resume repairs it"))
+    if not records:
+        parser.error(f"{log} is empty: no step has been logged yet")
+    for number, record in enumerate(records, 1):
+        missing = [k for k in _PLOTTED if not isinstance(record.get(k), (int, float))]
+        if missing:
+            parser.error(f"{log} line {number} has no number for {', '.join(missing)} "
+                         f"(each line needs {', '.join(_PLOTTED)})")
+    import matplotlib
+
+    matplotlib.use("Agg")  # a file, no window: works without a display
+    from lecture_utils.plots import plot_training_curves
+
+    try:
+        plot_training_curves(records, out / CURVES)
+    except OSError as err:
+        parser.exit(1, f"{parser.prog}: error: cannot write {out / CURVES}: {err.strerror or err}\n")
+    print(f"wrote {out / CURVES}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["plot"]:
+        return plot(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.resume and args.overwrite:
