@@ -64,6 +64,10 @@ def test_setup_sets_print_and_plot_defaults(capsys):
     capsys.readouterr()
     assert str(torch.tensor([1 / 3])) == "tensor([0.3333])"
     assert mpl.rcParams["axes.grid"] is True
+    # projector-sized text: nothing the defaults draw is below 12 pt
+    sizes = [mpl.rcParams[k] for k in ("font.size", "axes.titlesize", "axes.labelsize", "legend.fontsize",
+                                       "xtick.labelsize", "ytick.labelsize")]
+    assert all(isinstance(s, (int, float)) and s >= 12 for s in sizes), sizes
 
 
 def test_seed_all_reproduces_every_generator():
@@ -77,10 +81,10 @@ def test_describe_device():
     assert describe_device(torch.device("cpu")) == f"cpu ({torch.get_num_threads()} threads)"
 
 
-def test_cuda_only_skips_with_one_measured_line(capsys):
+def test_cuda_only_skips_with_one_per_device_line(capsys):
     assert cuda_only(torch.device("cpu"), "peak memory") is False
-    assert capsys.readouterr().out == ("[measured] skipped on cpu: peak memory needs a CUDA GPU "
-                                       "(figures from a real GPU: docs/gpu/README.md)\n")
+    assert capsys.readouterr().out == ("[per-device] skipped on cpu: peak memory needs a CUDA GPU; "
+                                       "published figures: docs/gpu/reference.md\n")
     assert cuda_only(torch.device("cuda"), "peak memory") is True  # no GPU needed to decide
     assert capsys.readouterr().out == ""
 
