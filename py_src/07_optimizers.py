@@ -739,6 +739,42 @@ check("stages 1 and 2 at G = 10^6: bytes / param, still above 4 and 2",
       [float(zero_bytes_per_gpu(N_PAPER, 10**6, s) / N_PAPER) for s in (1, 2)], [4.000012, 2.000014])
 
 # %% [markdown]
+# The paper's Figure 1 as a picture: the same 7.5B model on 64 GPUs, each stage's bar split
+# into what is left of the parameters, the gradients and the optimizer state on one GPU.
+# `zero_bytes_per_gpu` is linear in its three byte counts, so each part is the function
+# with the other two set to zero. The dashed line is one 80 GB H100.
+
+# %%
+PARTS = {"parameters (bf16)": {"param": 2, "grad": 0, "k": 0},
+         "gradients (bf16)": {"param": 0, "grad": 2, "k": 0},
+         "optimizer state (fp32 master, m, v)": {"param": 0, "grad": 0, "k": 12}}
+H100_GB = 80
+part_gb = {part: [float(zero_bytes_per_gpu(N_PAPER, G_PAPER, s, **kw)) / 1e9 for s in range(4)]
+           for part, kw in PARTS.items()}
+totals_gb = [sum(gb[s] for gb in part_gb.values()) for s in range(4)]
+with plt.rc_context({"font.size": 13}):
+    fig, ax = plt.subplots(figsize=(11, 5.5), layout="constrained")
+    bottom = np.zeros(4)
+    for (part, gb), color in zip(part_gb.items(), ("C0", "C1", "C2"), strict=True):
+        ax.bar(range(4), gb, bottom=bottom, color=color, label=part)
+        bottom += gb
+    for s, total in enumerate(totals_gb):
+        ax.annotate(f"{total:.4g} GB", (s, total), textcoords="offset points", xytext=(0, 4),
+                    ha="center", va="bottom")
+    ax.axhline(H100_GB, color="black", ls="--", lw=1.5, label=f"one H100: {H100_GB} GB")
+    ax.set_xticks(range(4), ["stage 0\n(plain DP)", "stage 1\n(+ state sharded)",
+                             "stage 2\n(+ gradients)", "stage 3\n(+ parameters)"])
+    ax.set_ylim(0, 135)
+    ax.set_ylabel("GB per GPU")
+    ax.set_title(f"ZeRO: training state per GPU, 7.5B parameters on {G_PAPER} GPUs", loc="left")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the bars, never on them
+    plt.show()
+check("bar heights (GB) are the paper's Figure 1", [round(t, 1) for t in totals_gb], PAPER_FIGURE_1_GB)
+check("stage 0 bar: parameters, gradients, optimizer state (GB)",
+      [gb[0] for gb in part_gb.values()], [15.0, 15.0, 90.0])
+check("stages under the 80 GB line", [s for s in range(4) if totals_gb[s] <= H100_GB], [1, 2, 3])
+
+# %% [markdown]
 # Stages 1 and 2 flatten out as $G$ grows: each GPU still holds the full bf16 parameters
 # (and, in stage 1, the gradients), so they bottom out at 4 and 2 bytes per parameter.
 # Only stage 3 keeps falling as $1/G$, and it pays for that by gathering every layer's

@@ -74,6 +74,7 @@ from lecture_utils.flops import training_days, transformer_flops
 from lecture_utils.memory import bytes_per_param, max_params_that_fit, param_breakdown
 from lecture_utils.models import GPT, get_config, n_params
 from lecture_utils.optim import AdamW
+from lecture_utils.plots import plot_training_curves
 from lecture_utils.train import TrainConfig, Trainer, read_checkpoint, rng_state, seed_everything, set_rng_state
 
 CPU = torch.device("cpu")  # every training demo below runs here, on any machine
@@ -851,31 +852,20 @@ measured("tokens/s (median of steps 4-15)", statistics.median(r["tokens_per_s"] 
 measured("MFU (median of steps 4-15)", statistics.median(r["mfu"] for r in later))
 
 # %% [markdown]
-# The same run as curves, read back from its `log.jsonl` (one JSON object per step): the
-# training loss every step, the validation loss every 5 steps, the learning rate's warm-up
-# and cosine decay, and the measured throughput (machine-dependent, so nothing checks it).
+# The same run as curves, read back from its `log.jsonl` (one JSON object per step) by
+# `lecture_utils.plots.plot_training_curves`: the training loss every step, the validation
+# loss every 5 steps, the learning rate's warm-up and cosine decay, and the measured
+# throughput (machine-dependent, so nothing checks it). For a run of your own,
+# `python -m lecture_utils.train plot OUT` draws the same three panels into `OUT/curves.png`.
 
 # %%
 logged = [json.loads(line) for line in (workdir / "trainer" / "log.jsonl").read_text().splitlines()]
 check("log.jsonl: one line per step, the same losses the trainer returned",
       [r["loss"] for r in logged] == [r["loss"] for r in records], True)
-steps = [r["step"] for r in logged]
-val_points = [(r["step"], r["val_loss"]) for r in logged if "val_loss" in r]
-with plt.rc_context({"font.size": 13}):
-    fig, (ax_loss, ax_lr, ax_tps) = plt.subplots(1, 3, figsize=(15, 5))
-    ax_loss.plot(steps, [r["loss"] for r in logged], marker="o", label="train loss")
-    ax_loss.plot(*zip(*val_points, strict=True), marker="s", markersize=9, label="validation loss")
-    ax_loss.set(xlabel="step", ylabel="cross-entropy (nats)", title="Loss")
-    ax_loss.legend()
-    ax_lr.plot(steps, [r["lr"] for r in logged], marker="o", color="C2")
-    ax_lr.set(xlabel="step", ylabel="learning rate", title="Warm-up 3 steps, then cosine")
-    ax_tps.plot(steps, [r["tokens_per_s"] for r in logged], marker="o", color="C3")
-    ax_tps.set(xlabel="step", ylabel="tokens / s", title="Throughput (measured, CPU)")
-    ax_tps.set_ylim(bottom=0)
-    for ax in (ax_loss, ax_lr, ax_tps):
-        ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
-    fig.tight_layout()
-    plt.show()
+fig = plot_training_curves(workdir / "trainer")
+check("the loss panel draws those losses", list(fig.axes[0].lines[0].get_ydata()) == [r["loss"] for r in records],
+      True)
+plt.show()
 
 # %% [markdown]
 # On a GPU: the `gpu` config (GPT-2 small's shape: 12 layers, width 768; untied with the
