@@ -692,10 +692,10 @@ if cuda_only(device, "the peak memory of torch.optim.AdamW's step(): for-loop, f
         gpu_opt.step()  # the second step only needs temporaries
         torch.cuda.synchronize()
         peak_extra[impl] = torch.cuda.max_memory_allocated() - before
-        measured(f"AdamW {impl}: state allocated by the first step", format_bytes(before - start))
+        measured(f"AdamW {impl}: state allocated by the first step", format_bytes(before - start), per_device=True)
         measured(f"AdamW {impl}: extra memory during step()",
                  f"{format_bytes(peak_extra[impl])} = {peak_extra[impl] / gpu_param_bytes:.3g} "
-                 f"copies of the parameters (predicted about {PREDICTED[impl]:g})")
+                 f"copies of the parameters (predicted about {PREDICTED[impl]:g})", per_device=True)
         assert before - start >= 2 * gpu_param_bytes, (impl, before - start)
         del weights, weight, gpu_opt
         torch.cuda.empty_cache()

@@ -418,9 +418,9 @@ try:
         counts = torch.tensor([0, 1, 1], device="cuda")
         try:  # an atomicAdd histogram: torch's docs list it as raising in deterministic mode
             torch.bincount(counts, weights=torch.ones(3, device="cuda"))
-            measured("CUDA bincount with weights, deterministic mode", "ran (a deterministic kernel in this torch)")
+            measured("CUDA bincount with weights, deterministic mode", "ran (a deterministic kernel in this torch)", per_device=True)
         except RuntimeError as err:
-            measured("CUDA bincount with weights, deterministic mode", f"raises RuntimeError: {str(err)[:60]}")
+            measured("CUDA bincount with weights, deterministic mode", f"raises RuntimeError: {str(err)[:60]}", per_device=True)
 finally:
     torch.use_deterministic_algorithms(False)
 check("use_deterministic_algorithms(False) turned them off again (the flag is global)",
@@ -630,7 +630,7 @@ if cuda_only(device, "the CUDA autocast dtype list"):
     assert gpu_dtypes["softmax of the matmul output"] == torch.float32
     assert gpu_dtypes["layer norm of the matmul output"] == torch.float32
     assert gpu_dtypes["F.cross_entropy loss"] == torch.float32
-    measured("CUDA autocast dtypes", ", ".join(f"{k}: {v}" for k, v in gpu_dtypes.items()))
+    measured("CUDA autocast dtypes", ", ".join(f"{k}: {v}" for k, v in gpu_dtypes.items()), per_device=True)
 
 # %% [markdown]
 # Which ops autocast keeps in fp32 is a per-device list: on CUDA softmax, layer norm,
@@ -847,7 +847,7 @@ flops_per_step = 3 * transformer_flops(**tiny.flops_kwargs(seq_len)) * batch_siz
 check("FLOPs per step = 3 x forward x batch", trainer.flops_per_step, flops_per_step)
 check("... about 2.0 GFLOP for the tiny GPT at 8 x 64", flops_per_step, 1_962_934_272)
 later = records[3:]  # the first steps include one-off costs
-measured("CPU peak (measured fp32 matmul)", trainer.peak / 1e9, "GFLOP/s")
+measured("peak the MFU divides by (a measured matmul on a CPU)", trainer.peak / 1e9, "GFLOP/s")
 measured("tokens/s (median of steps 4-15)", statistics.median(r["tokens_per_s"] for r in later), "tokens/s")
 measured("MFU (median of steps 4-15)", statistics.median(r["mfu"] for r in later))
 
@@ -889,11 +889,11 @@ if cuda_only(device, "GPT-2 small in bf16 with fused AdamW"):
     steady = gpu_records[4:]
     gpu_mfu = statistics.median(r["mfu"] for r in steady)
     assert 0 < gpu_mfu < 1
-    measured("gpu config: peak (dense bf16)", gpu_trainer.peak / 1e12, "TFLOP/s")
+    measured("gpu config: peak (dense bf16)", gpu_trainer.peak / 1e12, "TFLOP/s", per_device=True)
     measured("gpu config: tokens/s (median of steps 5-10)",
-             statistics.median(r["tokens_per_s"] for r in steady), "tokens/s")
-    measured("gpu config: MFU (median of steps 5-10)", gpu_mfu)
-    measured("gpu config: loss step 1 -> 10", f"{gpu_records[0]['loss']:.2f} -> {gpu_records[-1]['loss']:.2f}")
+             statistics.median(r["tokens_per_s"] for r in steady), "tokens/s", per_device=True)
+    measured("gpu config: MFU (median of steps 5-10)", gpu_mfu, per_device=True)
+    measured("gpu config: loss step 1 -> 10", f"{gpu_records[0]['loss']:.2f} -> {gpu_records[-1]['loss']:.2f}", per_device=True)
     del gpu_trainer
     torch.cuda.empty_cache()
 
