@@ -1,35 +1,57 @@
-"""Build a static site from the notebooks' stored (golden) outputs: nothing is re-executed.
+"""Build the course site with Sphinx + MyST-NB from the notebooks' stored (golden) outputs.
 
-Usage: python scripts/build_site.py [--out build/site] [--readme README.md] [notebooks...]
-(`make site`). Writes one self-contained HTML page per notebook (figures inline as data
-URIs), each with previous/next links at top and bottom, and an index.html that lists
-the lectures in order and carries the README's map from lecture notes to notebooks.
-The notebooks in notebooks/ are not modified.
+Usage: python scripts/build_site.py [--out build/site] [--src build/site-src]
+       [--readme README.md] [-j N] [notebooks...]                      (`make site`)
+
+Nothing is executed and notebooks/ is never modified: the Sphinx project in docs/site/
+is copied to --src together with display copies of the notebooks, in which
+- hidden solution cells (``jupyter.source_hidden`` or the tag ``solution``) get MyST-NB's
+  ``hide-cell`` tag, so code *and* output are collapsed behind a "Show solution" toggle
+  (``outputs_hidden`` alone collapses the output; ``hide-*`` tags pass through as they are);
+- every cell with a figure gets alt text: the cell's caption (``metadata.caption`` or
+  ``mystnb.figure.caption``), else the figure's title in the cell source, else the
+  heading above it;
+plus an index page (lectures in order with their slide decks and .ipynb downloads, and
+the README's map from the lecture notes to notebook headings) and MathJax 3 from the
+npm package (scripts/vendor.py). The download links serve the notebooks as they are in
+notebooks/, not the display copies. Every page then works from file:// with no network.
 """
 
 from __future__ import annotations
 
 import argparse
-import html
+import ast
+import copy
 import re
+import shutil
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote
 
 import nbformat
-from nbconvert import HTMLExporter
+from myst_parser.slugs import github_slugify
+from sphinx.cmd.build import build_main
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import vendor  # noqa: E402
+
+SITE_PROJECT = ROOT / "docs" / "site"
+MATHJAX = ("mathjax", "3.2.2")
+# What the pages load from the MathJax package (the rest is other bundles and Node code):
+# the TeX→CHTML bundle and what it loads on demand (extensions, fonts, menu, a11y).
+MATHJAX_PARTS = ["tex-chtml.js", "input/tex/extensions", "output/chtml/fonts/woff-v2",
+                 "ui", "a11y", "sre"]
 MAP_HEADING = "## Map: lecture notes to notebooks"
 LINK = re.compile(r"\[([^\]]*)\]\(([^)]*\.ipynb)\)")
-NAV_STYLE = (
-    "<style>.lecture-nav{display:flex;justify-content:space-between;gap:1em;"
-    "padding:.6em 1em;margin:0;background:#f3f4f6;border:1px solid #d1d5db;"
-    "font:14px/1.4 system-ui,sans-serif}.lecture-nav a{color:#1d4ed8;text-decoration:none}"
-    ".lecture-nav span{color:#9ca3af}</style>"
-)
+IMAGE_MIMES = ("image/png", "image/jpeg", "image/svg+xml", "image/gif")
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+# A static page has no kernel to drive a widget (and its JS would come from a CDN):
+# say so instead of showing the widget's Python repr.
+WIDGET_NOTE = ("*An interactive widget appears here when the notebook runs: download the "
+               "notebook, or `make lab`.*")
+TITLE_CALLS = ("suptitle", "set_title", "title")  # figure.suptitle first: it names the whole figure
 
 
 @dataclass(frozen=True)
@@ -41,18 +63,6 @@ class MapRow:
     notebook: str  # file name, e.g. "03_flops_and_mfu.ipynb"
     extra: str  # text in the notebook column besides the link, e.g. "(backward in detail: 04)"
     heading: str
-
-    @property
-    def page(self) -> str:
-        return Path(self.notebook).with_suffix(".html").name
-
-
-@dataclass(frozen=True)
-class Page:
-    """One notebook page of the site."""
-
-    name: str  # "01_tensors_and_strides.html"
-    title: str  # the notebook's first `# ` heading, without the `# `
 
 
 def notebook_title(nb: nbformat.NotebookNode) -> str:
@@ -104,146 +114,219 @@ def parse_readme_map(text: str) -> list[MapRow]:
     return rows
 
 
-def nav_bar(pages: list[Page], index: int, where: str) -> str:
-    """Previous / index / next links for ``pages[index]`` (``where``: "top" or "bottom")."""
-    if where not in ("top", "bottom"):
-        raise ValueError(f"where must be 'top' or 'bottom', got {where!r}")
-    parts = []
-    if index > 0:
-        prev = pages[index - 1]
-        parts.append(f'<a rel="prev" href="{prev.name}">&larr; {html.escape(prev.title)}</a>')
-    else:
-        parts.append("<span>first lecture</span>")
-    parts.append('<a rel="index" href="index.html">all lectures</a>')
-    if index < len(pages) - 1:
-        nxt = pages[index + 1]
-        parts.append(f'<a rel="next" href="{nxt.name}">{html.escape(nxt.title)} &rarr;</a>')
-    else:
-        parts.append("<span>last lecture</span>")
-    return f'<nav class="lecture-nav lecture-nav-{where}">{"".join(parts)}</nav>'
+# -- display copies of the notebooks -------------------------------------------------
+
+def figure_title(source: str) -> str:
+    """The literal title a plotting cell gives its figure, or "" if it has none.
+
+    ``suptitle`` names the whole figure, so when a cell calls it only its text counts (a
+    panel's ``set_title`` would describe one panel); otherwise the first literal
+    ``set_title(...)``/``title=...``. f-strings have no fixed text and are skipped."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # IPython magics: no title to find
+        return ""
+    titles: dict[str, list[object]] = {"suptitle": [], "title": []}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            kind = "suptitle" if name == "suptitle" else "title"
+            if name in TITLE_CALLS and node.args:
+                titles[kind].append(node.args[0])
+            titles[kind] += [k.value for k in node.keywords if k.arg == "title"]
+    texts = sorted((a.lineno, a.col_offset, a.value) for a in titles["suptitle"] or titles["title"]
+                   if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.strip())
+    return " ".join(texts[0][2].split()) if texts else ""  # the first in the source
 
 
-def inject_nav(page_html: str, top: str, bottom: str) -> str:
-    """Put ``top`` right after ``<body ...>`` and ``bottom`` right before ``</body>``."""
-    body = re.search(r"<body[^>]*>", page_html)
-    end = page_html.rfind("</body>")
-    if body is None or end < body.end():
-        raise ValueError("page has no <body>...</body>")
-    head_end = page_html.find("</head>")
-    out = (page_html[:body.end()] + "\n" + top + "\n" + page_html[body.end():end]
-           + bottom + "\n" + page_html[end:])
-    if 0 <= head_end < body.start():
-        out = out[:head_end] + NAV_STYLE + "\n" + out[head_end:]
-    return out
+def _plain(markdown: str) -> str:
+    """A markdown heading's text as rendered: no leading ``#``s, no backticks."""
+    return " ".join(markdown.lstrip("#").replace("`", "").split())
 
 
-def heading_anchor(page_html: str, heading: str) -> str:
-    """The element id nbconvert gave ``heading`` in ``page_html``, or "" if none matches."""
-    want = "-".join(heading.split())
-    for ident in re.findall(r'<h[1-6] id="([^"]+)"', page_html):
-        if unquote(html.unescape(ident)) == want:
-            return ident
-    return ""
+def headings(nb: nbformat.NotebookNode) -> list[str]:
+    """The text of every markdown heading of ``nb``, in order."""
+    return [_plain(line) for cell in nb.cells if cell.cell_type == "markdown"
+            for line in cell.source.splitlines() if re.match(r"#{1,6} ", line)]
 
 
-def inline_markdown(text: str) -> str:
-    """HTML-escape ``text`` and render its `code` spans (all the README table uses)."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+def retarget_links(source: str, anchors: dict[str, str]) -> str:
+    """Rewrite JupyterLab heading links (``](#Heading-text)``, spaces as dashes) to the
+    slugs MyST gives the same headings; other links are left alone."""
+    return re.sub(r"\]\(#([^)\s]+)\)",
+                  lambda m: f"](#{anchors.get(m.group(1), m.group(1))})", source)
 
 
-def render_index(pages: list[Page], rows: list[MapRow], anchors: dict[MapRow, str]) -> str:
-    """The index page: the lectures in order, then the map from notes to notebooks."""
-    titles = {p.name: p.title for p in pages}
-    items = "\n".join(f'<li><a href="{p.name}">{html.escape(p.title)}</a></li>' for p in pages)
-    trs = []
+def display_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of ``nb`` with the tags and metadata MyST-NB needs to collapse solutions and
+    give figures alt text; ``nb`` itself is not changed."""
+    nb = copy.deepcopy(nb)
+    anchors = {text.replace(" ", "-"): github_slugify(text) for text in headings(nb)}
+    heading = ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = retarget_links(cell.source, anchors)
+            for line in cell.source.splitlines():
+                if re.match(r"#{1,6} ", line):
+                    heading = _plain(line)
+            continue
+        if cell.cell_type != "code":
+            continue
+        for out in cell.get("outputs", []):
+            if WIDGET_MIME in out.get("data", {}):
+                out["data"] = {"text/markdown": WIDGET_NOTE}
+        meta = cell.metadata
+        tags = list(meta.get("tags", []))
+        hidden = meta.get("jupyter", {})
+        mystnb = meta.setdefault("mystnb", {})
+        if "solution" in tags or hidden.get("source_hidden"):
+            tags.append("hide-cell")  # code and output behind one toggle
+            if "solution" in tags:
+                mystnb.setdefault("code_prompt_show", "Show solution")
+                mystnb.setdefault("code_prompt_hide", "Hide solution")
+        elif hidden.get("outputs_hidden"):
+            tags.append("hide-output")
+        if tags:
+            meta["tags"] = list(dict.fromkeys(tags))
+        if any(mime in out.get("data", {}) for out in cell.get("outputs", []) for mime in IMAGE_MIMES):
+            figure = mystnb.setdefault("figure", {})
+            caption = meta.get("caption") or figure.get("caption")
+            if meta.get("caption") and not figure.get("caption"):
+                figure["caption"] = meta["caption"]  # shown under the figure, too
+            above = re.sub(r"^Figure:\s*", "", heading)  # not "Figure: Figure: ..."
+            alt = caption or figure_title(cell.source) or (f"Figure: {above}" if above else "")
+            if not alt:
+                raise ValueError(f"a figure in cell {cell.get('id', '?')} has no caption, "
+                                 "title or heading above it to take alt text from")
+            if not figure:
+                del mystnb["figure"]
+            mystnb.setdefault("image", {}).setdefault("alt", " ".join(str(alt).split()))
+        if not mystnb:
+            del meta["mystnb"]
+    return nb
+
+
+# -- the index page ------------------------------------------------------------------
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", r"\|")
+
+
+def lectures_markdown(names: list[str], titles: dict[str, str]) -> str:
+    """The numbered list of lectures: page, slide deck, notebook download; then the toctree."""
+    items = []
+    for i, name in enumerate(names, 1):
+        stem = Path(name).stem
+        items.append(f"{i}. [{titles[name]}]({name}) · "
+                     f'<a class="deck-link" href="../slides/{stem}.slides.html">slides</a> · '
+                     f'<a class="ipynb-link" href="_sources/{name}" download>{name}</a>')
+    toctree = "\n".join(["```{toctree}", ":hidden:", ":maxdepth: 2", ""]
+                        + [Path(n).stem for n in names] + ["```"])
+    return "\n".join(items) + "\n\n" + toctree
+
+
+def map_markdown(rows: list[MapRow], names: list[str]) -> str:
+    """The README's map as a table whose notebook and heading cells link into the pages."""
+    out = ["| notes | topic | notebook | heading |", "| --- | --- | --- | --- |"]
     for row in rows:
-        if row.page in titles:
-            href = row.page + (f"#{anchors[row]}" if anchors.get(row) else "")
-            where = f'<a href="{href}">{html.escape(row.notebook[:2])}</a>'
-            heading = f'<a href="{href}">{inline_markdown(row.heading)}</a>'
-        else:  # a notebook left out of this build
-            where, heading = html.escape(row.notebook[:2]), inline_markdown(row.heading)
+        where, heading = row.notebook[:2], _md_cell(row.heading)
+        if row.notebook in names:  # a notebook left out of this build keeps plain text
+            where = f"[{where}]({row.notebook})"
+            heading = f"[{heading}]({row.notebook}#{github_slugify(row.heading)})"
         if row.extra:
-            where += " " + inline_markdown(row.extra)
-        trs.append(f"<tr><td>{html.escape(row.notes)}</td><td>{inline_markdown(row.topic)}</td>"
-                   f"<td>{where}</td><td>{heading}</td></tr>")
-    table = "\n".join(trs)
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>PyTorch and resource accounting</title>
-<style>
-body {{ font: 16px/1.5 system-ui, sans-serif; max-width: 60em; margin: 2em auto;
-       padding: 0 1em; color: #111827; }}
-h1 {{ font-size: 1.8em; }}
-ol.lectures li {{ margin: .3em 0; font-size: 1.1em; }}
-table {{ border-collapse: collapse; width: 100%; font-size: .92em; }}
-th, td {{ border: 1px solid #d1d5db; padding: .3em .5em; text-align: left;
-          vertical-align: top; }}
-th {{ background: #f3f4f6; }}
-a {{ color: #1d4ed8; }}
-</style>
-</head>
-<body>
-<h1>PyTorch and resource accounting</h1>
-<p>Stanford CS336 Lecture 2 as eight executable notebooks. These pages show the
-outputs stored in the notebooks (the golden outputs that <code>make test</code> checks);
-run the notebooks yourself with <code>make lab</code>.</p>
-<h2>Lectures</h2>
-<ol class="lectures">
-{items}
-</ol>
-<h2 id="map">Map: lecture notes to notebooks</h2>
-<table class="notes-map">
-<thead><tr><th>notes</th><th>topic</th><th>notebook</th><th>heading</th></tr></thead>
-<tbody>
-{table}
-</tbody>
-</table>
-</body>
-</html>
-"""
+            where += " " + _md_cell(row.extra)
+        out.append(f"| {_md_cell(row.notes)} | {_md_cell(row.topic)} | {where} | {heading} |")
+    return "\n".join(out)
 
 
-def build_site(notebooks: list[Path], out: Path, readme: Path) -> list[Path]:
-    """Write one page per notebook plus index.html into ``out``; return the paths written."""
+def fill(template: str, marker: str, text: str) -> str:
+    tag = f"<!-- build_site: {marker} -->"
+    if template.count(tag) != 1:
+        raise ValueError(f"docs/site/index.md must hold {tag!r} exactly once")
+    return template.replace(tag, text)
+
+
+# -- the build -----------------------------------------------------------------------
+
+def vendor_mathjax(static: Path) -> None:
+    """Copy the parts of the MathJax npm package the pages load into ``static/mathjax``."""
+    es5 = vendor.fetch(*MATHJAX) / "es5"
+    for part in MATHJAX_PARTS:
+        src, dst = es5 / part, static / "mathjax" / part
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst)
+        else:
+            shutil.copy2(src, dst)
+
+
+def prepare_source(notebooks: list[Path], src: Path, readme: Path) -> None:
+    """Fill ``src`` with the Sphinx project: docs/site, display copies, index, MathJax."""
+    if src.exists():
+        shutil.rmtree(src)
+    shutil.copytree(SITE_PROJECT, src, ignore=shutil.ignore_patterns("__pycache__"))
+    titles = {}
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        titles[path.name] = notebook_title(nb)
+        nbformat.write(display_copy(nb), src / path.name)
+    names = [p.name for p in notebooks]
+    index = (src / "index.md").read_text(encoding="utf-8")
+    index = fill(index, "lectures", lectures_markdown(names, titles))
+    index = fill(index, "map", map_markdown(parse_readme_map(readme.read_text(encoding="utf-8")), names))
+    (src / "index.md").write_text(index, encoding="utf-8")
+    vendor_mathjax(src / "_static")
+
+
+def build_site(notebooks: list[Path], out: Path, src: Path, readme: Path, jobs: str = "auto") -> int:
+    """Generate ``src`` and build the site into ``out``; Sphinx's exit status (0: built)."""
     notebooks = sorted(notebooks, key=lambda p: p.name)
-    if not notebooks:
-        raise ValueError("no notebooks given")
-    out.mkdir(parents=True, exist_ok=True)
-    exporter = HTMLExporter(template_name="lab", embed_images=True)
-    nbs = [nbformat.read(p, as_version=4) for p in notebooks]
-    pages = [Page(p.with_suffix(".html").name, notebook_title(nb)) for p, nb in zip(notebooks, nbs, strict=True)]
-    rows = parse_readme_map(readme.read_text(encoding="utf-8"))
-    anchors: dict[MapRow, str] = {}
-    written = []
-    for i, (nb, page) in enumerate(zip(nbs, pages, strict=True)):
-        body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": page.title}})
-        for row in rows:
-            if row.page == page.name:
-                anchors[row] = heading_anchor(body, row.heading)
-        body = inject_nav(body, nav_bar(pages, i, "top"), nav_bar(pages, i, "bottom"))
-        target = out / page.name
-        target.write_text(body, encoding="utf-8")
-        written.append(target)
-    index = out / "index.html"
-    index.write_text(render_index(pages, rows, anchors), encoding="utf-8")
-    written.append(index)
-    return written
+    prepare_source(notebooks, src, readme)
+    # -W: a warning (a map link to a missing heading, a bad cell option) fails the build.
+    status = build_main(["-b", "html", "-E", "-q", "-W", "--keep-going", "-j", jobs,
+                         "-d", str(src / ".doctrees"), str(src), str(out)])
+    if status == 0:  # downloads are the notebooks as in notebooks/, not the display copies
+        for path in notebooks:
+            shutil.copy2(path, out / "_sources" / path.name)
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", type=Path)
-    parser.add_argument("--out", type=Path, default=Path("build/site"))
+    parser.add_argument("notebooks", nargs="*", type=Path,
+                        help="default: every notebooks/NN_*.ipynb")
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "site")
+    parser.add_argument("--src", type=Path, default=ROOT / "build" / "site-src",
+                        help="where the generated Sphinx source goes (replaced on each build)")
     parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    parser.add_argument("-j", "--jobs", default="auto", help="Sphinx parallel jobs (default: auto)")
     args = parser.parse_args(argv)
     notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    for path in notebooks:
+        if path.suffix != ".ipynb" or not path.is_file():
+            print(f"build_site: {str(path)!r} is not a notebook file; give .ipynb files, "
+                  "e.g. notebooks/01_tensors_and_strides.ipynb", file=sys.stderr)
+            return 2
+    if not args.readme.is_file():
+        print(f"build_site: README {str(args.readme)!r} not found", file=sys.stderr)
+        return 2
+    if not (args.jobs == "auto" or (args.jobs.isdigit() and int(args.jobs) > 0)):
+        print(f"build_site: -j {args.jobs!r} must be 'auto' or a positive integer", file=sys.stderr)
+        return 2
+    if args.src.resolve() in (ROOT, SITE_PROJECT, ROOT / "notebooks", args.out.resolve()):
+        print(f"build_site: --src {str(args.src)!r} is replaced on every build; "
+              "give a folder of its own, e.g. build/site-src", file=sys.stderr)
+        return 2
     start = time.perf_counter()
-    written = build_site(notebooks, args.out, args.readme)
-    print(f"site: {len(written) - 1} notebook pages + index.html in {args.out} "
+    try:
+        status = build_site(notebooks, args.out, args.src, args.readme, args.jobs)
+    except (ValueError, vendor.VendorError) as e:
+        print(f"build_site: {e}", file=sys.stderr)
+        return 1
+    if status:
+        print(f"build_site: Sphinx failed (exit {status}); see the messages above", file=sys.stderr)
+        return 1
+    print(f"site: {len(notebooks)} notebook pages + index.html in {args.out} "
           f"({time.perf_counter() - start:.1f} s)")
     return 0
 

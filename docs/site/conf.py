@@ -1,0 +1,44 @@
+"""Sphinx configuration of the course site (`make site`, scripts/build_site.py).
+
+scripts/build_site.py copies this folder into build/site-src/, adds display-only copies
+of the notebooks and the generated index, and runs Sphinx there; notebooks/ is never
+touched. Why Sphinx + MyST-NB + sphinx-book-theme: all three are pip packages that build
+offline from the notebooks' stored outputs, the theme ships its own JS, CSS and fonts,
+and Sphinx's search index is a plain script that works from file://. (Jupyter Book 2 /
+mystmd downloads its theme at build time, which this machine cannot do.)
+"""
+
+project = "PyTorch and resource accounting"
+author = "the course authors"
+copyright = "2025, the course authors"
+
+extensions = ["myst_nb", "sphinx_togglebutton"]
+exclude_patterns = ["_build", ".doctrees", "**.ipynb_checkpoints"]
+
+# -- Notebooks: render the stored (golden) outputs, never execute ---------------------
+nb_execution_mode = "off"
+# MyST-NB would add require.js and the widget manager from CDNs if a notebook stored
+# widget state; the pages must not touch the network, so never load them.
+nb_ipywidgets_js = {}
+
+# -- Markdown: $...$ / $$...$$ and AMS environments become math for MathJax -----------
+myst_enable_extensions = ["dollarmath", "amsmath"]
+# Anchors on headings down to ###, so the index can link the README's map to sections.
+myst_heading_anchors = 3
+
+# -- MathJax 3 from the npm package vendored into _static/mathjax/ by build_site.py --
+# A relative path is taken relative to _static, so the pages load it from file://.
+mathjax_path = "mathjax/tex-chtml.js"
+
+# -- HTML ---------------------------------------------------------------------------
+html_theme = "sphinx_book_theme"
+html_title = project
+html_static_path = ["_static"]
+html_last_updated_fmt = None
+html_theme_options = {
+    "home_page_in_toc": True,      # the index is the first entry of the sidebar toc
+    "use_download_button": True,   # a .ipynb download on every notebook page
+    "use_fullscreen_button": False,
+    "show_toc_level": 2,           # the in-page toc shows the § sections and their ###
+    "navigation_with_keys": False,
+}

@@ -1,0 +1,327 @@
+"""`make site` (scripts/build_site.py): the Sphinx site built from the stored outputs.
+
+The site is built once per module into a temporary folder; each test then reads the
+HTML with BeautifulSoup and checks it against the notebooks and the README themselves.
+"""
+
+import functools
+import re
+import shutil
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import nbformat
+import pytest
+from bs4 import BeautifulSoup
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import build_site  # noqa: E402
+
+IMAGE_MIMES = {"image/png", "image/jpeg", "image/svg+xml", "image/gif"}
+
+
+def page_name(notebook: Path) -> str:
+    return notebook.with_suffix(".html").name
+
+
+def plain(text: str) -> str:
+    """Text with Sphinx's typographic quotes back to ASCII ones, spaces collapsed."""
+    return " ".join(text.translate(str.maketrans("‘’“”", "''\"\"")).split())
+
+
+@functools.cache
+def soup(path: Path) -> BeautifulSoup:
+    """The parsed page (parsed once: the tests only read it)."""
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def is_solution(cell) -> bool:
+    return cell.cell_type == "code" and ("solution" in cell.metadata.get("tags", [])
+                                         or cell.metadata.get("jupyter", {}).get("source_hidden", False))
+
+
+# The theme and MyST call Sphinx APIs that Sphinx 11 will drop: not this project's code.
+pytestmark = pytest.mark.filterwarnings("ignore::sphinx.deprecation.RemovedInSphinx11Warning")
+
+
+@pytest.fixture(scope="module")
+def snapshot(tmp_path_factory):
+    """A copy of the notebooks and README (others may regenerate notebooks/ meanwhile):
+    the build reads these, and the tests compare the pages with these."""
+    tmp = tmp_path_factory.mktemp("inputs")
+    shutil.copy2(ROOT / "README.md", tmp / "README.md")
+    (tmp / "notebooks").mkdir()
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        shutil.copy2(path, tmp / "notebooks" / path.name)
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def notebooks(snapshot):
+    return sorted((snapshot / "notebooks").glob("*.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def site(snapshot, notebooks, tmp_path_factory):
+    before = {p: p.read_bytes() for p in notebooks}
+    tmp = tmp_path_factory.mktemp("site")
+    out = tmp / "site"
+    assert build_site.build_site(notebooks, out, tmp / "src", snapshot / "README.md", jobs="1") == 0
+    assert {p: p.read_bytes() for p in notebooks} == before  # the build never writes its inputs
+    return out
+
+
+@pytest.fixture(scope="module")
+def pages(site, notebooks):
+    return {nb: soup(site / page_name(nb)) for nb in notebooks}
+
+
+def test_one_page_per_notebook_plus_index_search_and_index_links(site, notebooks):
+    assert len(notebooks) == 8
+    for nb in notebooks:
+        assert (site / page_name(nb)).is_file()
+    assert (site / "index.html").is_file()
+    # Sphinx's search: the page, the index it loads by a <script> (works from file://)
+    search = soup(site / "search.html")
+    assert any(s.get("src") == "searchindex.js" for s in search.find_all("script"))
+    index_js = (site / "searchindex.js").read_text(encoding="utf-8")
+    for nb in notebooks:
+        assert f'"{nb.stem}"' in index_js  # every page is indexed
+    assert '"contigu' in index_js  # and its words: contiguous() is taught in 01
+
+
+def test_every_page_has_sidebar_toc_in_page_toc_and_prev_next(site, pages, notebooks):
+    names = [page_name(nb) for nb in notebooks]
+    for i, nb in enumerate(notebooks):
+        page = pages[nb]
+        sidebar = {a["href"].split("#")[0] for a in page.select("nav.bd-docs-nav a[href]")}
+        assert set(names) - {names[i]} <= sidebar
+        # the in-page toc names every `## ` heading of the notebook
+        h2 = [line for cell in nbformat.read(nb, as_version=4).cells if cell.cell_type == "markdown"
+              for line in cell.source.splitlines() if line.startswith("## ")]
+        toc = page.select("nav.page-toc a[href^='#']")
+        assert len(toc) >= len(h2) > 3
+        ids = {el["id"] for el in page.find_all(id=True)}
+        for a in toc:  # and each entry points at an element of the page
+            assert unquote(a["href"][1:]) in ids, a["href"]
+        prev_ = [a["href"] for a in page.select("a.left-prev")]
+        next_ = [a["href"] for a in page.select("a.right-next")]
+        assert prev_ == [names[i - 1] if i else "index.html"]
+        assert next_ == ([names[i + 1]] if i + 1 < len(names) else [])
+
+
+def test_every_page_downloads_its_notebook_unchanged(site, pages):
+    for nb, page in pages.items():
+        links = [a["href"] for a in page.find_all("a", href=True)
+                 if a["href"].endswith(f"_sources/{nb.name}")]
+        assert links, f"no .ipynb download on {page_name(nb)}"
+        for href in links:
+            assert (site / href).read_bytes() == nb.read_bytes()
+
+
+def local_refs(page: BeautifulSoup) -> list[tuple[str, str]]:
+    """(tag, url) of everything a page loads: scripts, styles, icons, fonts, images."""
+    refs = [("script", s["src"]) for s in page.find_all("script", src=True)]
+    refs += [("link", link["href"]) for link in page.find_all("link", href=True)
+             if set(link.get("rel", [])) & {"stylesheet", "preload", "icon", "shortcut", "modulepreload"}]
+    refs += [(t.name, t["src"]) for t in page.find_all(["img", "source", "iframe", "embed"], src=True)]
+    return refs
+
+
+def test_nothing_is_loaded_from_the_network(site):
+    for path in sorted(site.glob("*.html")):
+        page = soup(path)
+        refs = local_refs(page)
+        if re.match(r"\d\d_", path.name):  # the lectures load MathJax, from the site
+            assert any(url.startswith("_static/mathjax/tex-chtml.js") for _, url in refs), path.name
+        for tag, url in refs:
+            parts = urlsplit(url)
+            assert not parts.scheme and not parts.netloc, f"{path.name}: <{tag}> {url}"
+            assert (path.parent / unquote(parts.path)).is_file(), f"{path.name}: missing {url}"
+    for css in site.glob("_static/**/*.css"):
+        text = css.read_text(encoding="utf-8", errors="replace")
+        assert not re.search(r"(url\(\s*['\"]?|@import\s+['\"]?)(https?:)?//", text), css
+    fonts = site / "_static/mathjax/output/chtml/fonts/woff-v2"
+    assert len(list(fonts.glob("*.woff"))) > 10  # MathJax's fonts, loaded relative to its script
+
+
+def test_every_figure_has_alt_text_and_every_output_figure_is_shown(pages):
+    for nb, page in pages.items():
+        expected = sum(1 for cell in nbformat.read(nb, as_version=4).cells if cell.cell_type == "code"
+                       for out in cell.outputs if IMAGE_MIMES & set(out.get("data", {})))
+        imgs = page.select("article img")
+        assert len(imgs) == expected, page_name(nb)
+        for img in page.find_all("img"):
+            assert img.get("alt", "").strip(), f"{page_name(nb)}: {img}"
+
+
+def test_solutions_are_collapsed_code_and_output(pages):
+    total = 0
+    for nb, page in pages.items():
+        cells = nbformat.read(nb, as_version=4).cells
+        solutions = [c for c in cells if is_solution(c)]
+        shown = page.select("div.cell.tag_solution")
+        assert len(shown) == len(solutions), page_name(nb)
+        for div, cell in zip(shown, solutions, strict=True):
+            parts = div.select(".cell_input") + div.select(".cell_output")
+            assert len(parts) == 1 + bool(cell.outputs)
+            for part in parts:  # inside a <details> that starts closed
+                details = part.find_parent("details")
+                assert details is not None and details.get("open") is None, page_name(nb)
+                assert "solution" in details.summary.get_text().lower()
+        total += len(solutions)
+    assert total > 8  # every notebook ends with exercises
+
+
+def test_math_is_wrapped_for_mathjax_and_no_dollar_is_left(pages):
+    for nb, page in pages.items():
+        article = page.select_one("article")
+        for text in article.find_all(string=True):
+            if "$" in text and text.find_parent(class_="math") is None \
+                    and text.find_parent(["pre", "code", "script", "style"]) is None:
+                raise AssertionError(f"{page_name(nb)}: raw $ in {text.strip()[:80]!r}")
+        spans = sum(len(re.findall(r"\$[^$\n]+\$", c.source.replace("$$", "")))
+                    for c in nbformat.read(nb, as_version=4).cells if c.cell_type == "markdown")
+        math = article.select(".math")
+        assert len(math) >= spans
+        for el in math:
+            assert re.fullmatch(r"\\\(.*\\\)|\\\[.*\\\]", el.get_text().strip(), re.S), el
+
+
+def test_deliberate_errors_show_their_exception(pages):
+    seen = 0
+    for nb, page in pages.items():
+        cells = [c for c in nbformat.read(nb, as_version=4).cells
+                 if "raises-exception" in c.metadata.get("tags", [])]
+        shown = page.select("div.cell.tag_raises-exception")
+        assert len(shown) == len(cells)
+        for div, cell in zip(shown, cells, strict=True):
+            [error] = [o for o in cell.outputs if o.output_type == "error"]
+            text = div.select_one(".cell_output").get_text()
+            assert error.ename in text and error.evalue.splitlines()[0] in text
+            seen += 1
+    assert seen >= 1
+
+
+def test_index_lists_lectures_decks_downloads_and_the_readme_map(site, notebooks, snapshot):
+    index = soup(site / "index.html")
+    article = index.select_one("article")
+    assert "PyTorch and resource accounting" in index.h1.get_text()
+    hrefs = [a["href"] for a in article.find_all("a", href=True)]
+    for nb in notebooks:
+        title = build_site.notebook_title(nbformat.read(nb, as_version=4))
+        assert any(a.get_text(" ", strip=True) == title and a["href"] == page_name(nb)
+                   for a in article.find_all("a", href=True)), title
+        assert f"../slides/{nb.stem}.slides.html" in hrefs
+        assert f"_sources/{nb.name}" in hrefs
+    readme = (snapshot / "README.md").read_text(encoding="utf-8")
+    section = readme.split(build_site.MAP_HEADING, 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("| ")][2:]
+    rows = index.select("article table tbody tr")
+    assert len(rows) == len(lines) > 20
+    for tr, line in zip(rows, lines, strict=True):
+        heading = line.rstrip(" |").rsplit("| ", 1)[1].replace("`", "")
+        link = tr.find_all("td")[3].a
+        assert plain(link.get_text(" ", strip=True)) == " ".join(heading.split())
+        target, _, anchor = link["href"].partition("#")
+        assert anchor, link  # a heading, not just the page
+        page = soup(site / target)
+        element = page.find(id=unquote(anchor))
+        assert element is not None, link["href"]
+        section_heading = element.find(re.compile("^h[1-6]$")) if element.name == "section" else element
+        assert heading in plain(section_heading.get_text(" ", strip=True))
+
+
+# -- the pure parts ------------------------------------------------------------------
+
+def readme_map_lines() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split(build_site.MAP_HEADING, 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("| ")][2:]
+
+
+def test_readme_map_has_every_row_with_its_notebook():
+    names = {p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+    rows = build_site.parse_readme_map((ROOT / "README.md").read_text(encoding="utf-8"))
+    lines = readme_map_lines()
+    assert len(rows) == len(lines) > 20
+    for row, line in zip(rows, lines, strict=True):
+        assert row.notebook in names
+        assert f"](notebooks/{row.notebook})" in line
+        assert line.startswith(f"| {row.notes} |") and line.endswith(f"| {row.heading} |")
+    by_notes = {r.notes: r for r in rows}
+    assert by_notes["§3.3"].notebook == "03_flops_and_mfu.ipynb"
+    assert by_notes["§3.3"].extra == "(backward in detail: 04)"
+    assert by_notes["§2.2"].heading == "§2.2 A tensor is a pointer plus metadata"
+
+
+def test_readme_map_parser_stops_at_the_table_and_rejects_bad_rows():
+    text = ("# x\n\n## Map: lecture notes to notebooks\n\nintro\n\n"
+            "| notes | topic | notebook | heading |\n| --- | --- | --- | --- |\n"
+            "| §1 | a | [01](notebooks/01_a.ipynb) | §1 A |\n\nafter | not a row |\n## Next\n")
+    [row] = build_site.parse_readme_map(text)
+    assert (row.notes, row.topic, row.notebook, row.extra, row.heading) == \
+        ("§1", "a", "01_a.ipynb", "", "§1 A")
+    with pytest.raises(ValueError, match="no notebook link"):
+        build_site.parse_readme_map(text.replace("[01](notebooks/01_a.ipynb)", "01"))
+    with pytest.raises(ValueError, match="Map"):
+        build_site.parse_readme_map("# no map here\n")
+
+
+def figure_cell(source="plt.show()", **metadata):
+    cell = new_code_cell(source, metadata=metadata)
+    cell.outputs = [new_output("display_data", data={"image/png": "AAAA", "text/plain": "<Figure>"})]
+    return cell
+
+
+def test_display_copy_collapses_solutions_and_labels_figures():
+    cells = [
+        new_markdown_cell("## §1 Intro\n\nSee [below](#The-8-×-80-GB-question) and [x](#nowhere)."),
+        new_markdown_cell("### The 8 × 80 GB question"),
+        new_code_cell("answer()", metadata={"jupyter": {"source_hidden": True}, "tags": ["solution"]}),
+        new_code_cell("hidden()", metadata={"jupyter": {"source_hidden": True}}),
+        new_code_cell("out()", metadata={"jupyter": {"outputs_hidden": True}}),
+        new_code_cell("raise X", metadata={"tags": ["raises-exception"]}),
+        figure_cell('fig.suptitle(f"{n} steps")\nax.set_title("panel")'),  # no literal suptitle
+        figure_cell('ax.set(title="Loss  curve")'),
+        figure_cell(caption="From the caption"),
+        figure_cell(mystnb={"figure": {"caption": "MyST-NB caption"}}),
+        new_markdown_cell("### Figure: strides"),
+        figure_cell(),
+    ]
+    cells[4].outputs = [new_output("display_data", data={
+        "application/vnd.jupyter.widget-view+json": {"model_id": "x"}, "text/plain": "VBox(...)"})]
+    nb = new_notebook(cells=cells)
+    original = nbformat.writes(nb)
+    shown = build_site.display_copy(nb).cells
+    assert nbformat.writes(nb) == original  # the notebook itself is untouched
+    assert "[below](#the-8--80-gb-question)" in shown[0].source  # MyST's slug of that heading
+    assert "[x](#nowhere)" in shown[0].source
+    assert shown[2].metadata.tags == ["solution", "hide-cell"]
+    assert shown[2].metadata.mystnb["code_prompt_show"] == "Show solution"
+    assert shown[3].metadata.tags == ["hide-cell"]
+    assert shown[4].metadata.tags == ["hide-output"]
+    assert shown[4].outputs[0].data == {"text/markdown": build_site.WIDGET_NOTE}
+    assert shown[5].metadata.tags == ["raises-exception"] and "mystnb" not in shown[5].metadata
+    alts = [c.metadata.mystnb["image"]["alt"] for c in shown[6:10]] + \
+        [shown[11].metadata.mystnb["image"]["alt"]]
+    assert alts == ["Figure: The 8 × 80 GB question", "Loss curve", "From the caption",
+                    "MyST-NB caption", "Figure: strides"]
+    assert shown[8].metadata.mystnb["figure"]["caption"] == "From the caption"
+    assert "figure" not in shown[6].metadata.mystnb
+    with pytest.raises(ValueError, match="alt text"):
+        build_site.display_copy(new_notebook(cells=[figure_cell()]))
+
+
+def test_cli_rejects_bad_input_in_one_line(tmp_path, capsys):
+    notebook = ROOT / "notebooks" / "01_tensors_and_strides.ipynb"
+    assert build_site.main([str(tmp_path / "missing.ipynb")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "missing.ipynb" in err and ".ipynb files" in err
+    assert build_site.main(["-j", "zero", str(notebook)]) == 2
+    assert "'zero'" in capsys.readouterr().err
+    assert build_site.main(["--src", str(ROOT / "notebooks"), str(notebook)]) == 2
+    assert "--src" in capsys.readouterr().err
