@@ -2,7 +2,6 @@
 
 import base64
 import io
-import re
 import sys
 from pathlib import Path
 
@@ -16,79 +15,10 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-import build_site  # noqa: E402
 import build_slides  # noqa: E402
 import check_pages  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-
-
-def readme_map_lines() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split(build_site.MAP_HEADING, 1)[1].split("\n## ", 1)[0]
-    return [line for line in section.splitlines() if line.startswith("| ")][2:]
-
-
-def test_readme_map_has_every_row_with_its_notebook():
-    rows = build_site.parse_readme_map((ROOT / "README.md").read_text(encoding="utf-8"))
-    lines = readme_map_lines()
-    assert len(rows) == len(lines) > 20
-    names = {p.name for p in NOTEBOOKS}
-    for row, line in zip(rows, lines, strict=True):
-        assert row.notebook in names
-        assert f"](notebooks/{row.notebook})" in line
-        assert row.page == row.notebook.replace(".ipynb", ".html")
-        assert line.startswith(f"| {row.notes} |") and line.endswith(f"| {row.heading} |")
-    by_notes = {r.notes: r for r in rows}
-    assert by_notes["§3.3"].notebook == "03_flops_and_mfu.ipynb"
-    assert by_notes["§3.3"].extra == "(backward in detail: 04)"
-    assert by_notes["§2.2"].heading == "§2.2 A tensor is a pointer plus metadata"
-
-
-def test_readme_map_parser_stops_at_the_table_and_rejects_bad_rows():
-    text = ("# x\n\n## Map: lecture notes to notebooks\n\nintro\n\n"
-            "| notes | topic | notebook | heading |\n| --- | --- | --- | --- |\n"
-            "| §1 | a | [01](notebooks/01_a.ipynb) | §1 A |\n\nafter | not a row |\n## Next\n")
-    [row] = build_site.parse_readme_map(text)
-    assert (row.notes, row.topic, row.notebook, row.extra, row.heading) == \
-        ("§1", "a", "01_a.ipynb", "", "§1 A")
-    with pytest.raises(ValueError, match="no notebook link"):
-        build_site.parse_readme_map(text.replace("[01](notebooks/01_a.ipynb)", "01"))
-    with pytest.raises(ValueError, match="Map"):
-        build_site.parse_readme_map("# no map here\n")
-
-
-def pages(n):
-    return [build_site.Page(f"0{i}_x.html", f"Title {i} <&>") for i in range(1, n + 1)]
-
-
-def test_nav_bar_links_previous_and_next_but_not_past_the_ends():
-    ps = pages(3)
-    first, middle, last = (build_site.nav_bar(ps, i, "top") for i in range(3))
-    assert 'rel="prev"' not in first and 'rel="next" href="02_x.html"' in first
-    assert 'rel="prev" href="01_x.html"' in middle and 'rel="next" href="03_x.html"' in middle
-    assert 'rel="prev" href="02_x.html"' in last and 'rel="next"' not in last
-    assert "Title 2 &lt;&amp;&gt;" in first  # titles are escaped
-    assert all('href="index.html"' in bar for bar in (first, middle, last))
-    with pytest.raises(ValueError):
-        build_site.nav_bar(ps, 0, "side")
-
-
-def test_inject_nav_puts_bars_inside_the_body_at_top_and_bottom():
-    page = "<html><head><title>t</title></head><body class='x'>\n<p>content</p>\n</body></html>"
-    out = build_site.inject_nav(page, "<nav>TOP</nav>", "<nav>BOTTOM</nav>")
-    assert re.search(r"<body class='x'>\s*<nav>TOP</nav>\s*<p>content</p>\s*<nav>BOTTOM</nav>\s*"
-                     r"</body></html>$", out)
-    assert out.index(".lecture-nav") < out.index("</head>")
-    with pytest.raises(ValueError):
-        build_site.inject_nav("<p>no body</p>", "a", "b")
-
-
-def test_heading_anchor_finds_nbconvert_ids():
-    page = '<h2 id="%C2%A72.3-Views-are-cheap,-copies-are-expensive">'
-    assert build_site.heading_anchor(page, "§2.3 Views are cheap, copies are expensive") == \
-        "%C2%A72.3-Views-are-cheap,-copies-are-expensive"
-    assert build_site.heading_anchor(page, "§9 Missing") == ""
 
 
 def test_slide_metadata_marks_headings_and_skips_hidden_solutions():
@@ -116,25 +46,6 @@ def test_long_stream_outputs_are_cut_to_fit_a_slide():
     assert cell.outputs[0].text == long
     with pytest.raises(ValueError):
         build_slides.truncate_text("x", max_lines=5, keep=6)
-
-
-def test_build_site_writes_index_and_linked_pages(tmp_path):
-    chosen = [NOTEBOOKS[0], NOTEBOOKS[-1]]  # two real notebooks keep this test fast
-    written = build_site.build_site(chosen, tmp_path, ROOT / "README.md")
-    assert sorted(p.name for p in written) == sorted(
-        [p.with_suffix(".html").name for p in chosen] + ["index.html"])
-    first = (tmp_path / chosen[0].with_suffix(".html").name).read_text(encoding="utf-8")
-    last = (tmp_path / chosen[1].with_suffix(".html").name).read_text(encoding="utf-8")
-    assert first.count('rel="next"') == 2 and 'rel="prev"' not in first
-    assert last.count('rel="prev"') == 2 and 'rel="next"' not in last
-    assert 'src="data:image/png;base64,' in first  # figures inline
-    index = (tmp_path / "index.html").read_text(encoding="utf-8")
-    for path in chosen:
-        title = build_site.notebook_title(nbformat.read(path, as_version=4))
-        assert f'<a href="{path.with_suffix(".html").name}">' in index
-        assert build_site.html.escape(title) in index
-    assert index.count("<tr><td>") == len(readme_map_lines())
-    assert check_pages.link_problems(index, tmp_path / "index.html") == []
 
 
 def test_build_slides_writes_sections(tmp_path):
@@ -202,12 +113,3 @@ def test_expected_from_notebook_flags_errors_outside_tagged_cells():
         new_notebook(cells=[new_markdown_cell("# T"), ok, bad, fig]))
     assert (want.title, want.figures, want.errors) == ("T", 1, ["RuntimeError"])
     assert len(want.problems) == 1 and "ZeroDivisionError" in want.problems[0]
-
-
-def test_nav_problems_and_missing_chromium(monkeypatch, capsys):
-    bar = build_site.nav_bar(pages(2), 0, "top") + build_site.nav_bar(pages(2), 0, "bottom")
-    assert check_pages.nav_problems(bar, 0, 2) == []
-    assert check_pages.nav_problems(bar, 1, 2) != []
-    monkeypatch.setattr(check_pages, "find_chromium", lambda: None)
-    assert check_pages.main([]) == 2
-    assert "apt-get install -y chromium" in capsys.readouterr().out
