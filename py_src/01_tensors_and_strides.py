@@ -12,7 +12,7 @@
 #     name: pytorch-resource-accounting
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 01 · Tensors, storage and strides
 #
 # Lecture 2, §2.2–§2.4. Every parameter, gradient, optimizer state and activation in a
@@ -29,7 +29,7 @@
 from lecture_utils import setup
 device = setup()
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 import itertools
 
 import matplotlib.pyplot as plt
@@ -39,11 +39,11 @@ from einops import EinopsError, einsum, rearrange, reduce
 from jaxtyping import Float, TypeCheckError, jaxtyped
 from torch import Tensor
 
-from lecture_utils import check, check_raises, measured
+from lecture_utils import check, check_answer, check_raises, measured
 from lecture_utils.memory import format_bytes, tensor_bytes
 from lecture_utils.plots import plot_strides
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §2.2 A tensor is a pointer plus metadata
 #
 # The bytes live in one place, the storage; the tensor object you hold is only a view
@@ -52,7 +52,12 @@ from lecture_utils.plots import plot_strides
 #
 # The notes' example: twelve integers laid out as a 3 × 4 matrix.
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Say: memory is paid per storage, not per tensor object; shape, stride and offset are free.
+# - Run live: the 3 × 4 `arange` cell, then `storage_of(x)[9]` against `x[2, 1]`.
+# - Point at: `tensor_bytes(x)` = 96 (12 elements × 8 bytes).
+
+# %% slideshow={"slide_type": "subslide"}
 x = torch.arange(12).view(3, 4)
 print(x)
 check("x.shape", tuple(x.shape), (3, 4))
@@ -63,7 +68,7 @@ check("bytes per element", x.element_size(), 8)
 check("storage bytes = numel × bytes per element", x.untyped_storage().nbytes(), 12 * 8)
 check("tensor_bytes(x)", tensor_bytes(x), 96)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # `stride=(4, 1)` means: one step down a row skips 4 elements of storage, one step along
 # a column skips 1. Element `x[r, c]` lives at storage index
 #
@@ -79,7 +84,7 @@ check("tensor_bytes(x)", tensor_bytes(x), 96)
 # `shape`, `stride()` and `storage_offset()`.
 
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def storage_of(t: Tensor) -> Tensor:
     """The whole storage under ``t`` as a flat 1-D tensor, ignoring t's shape/stride/offset."""
     return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage())
@@ -102,12 +107,12 @@ print("storage of x:", storage_of(x))
 check("x[2, 1] sits at 0 + 2*4 + 1*1", addresses(x)[(2, 1)], 9)
 check("storage[9] == x[2, 1]", storage_of(x)[9].item(), x[2, 1].item())
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Now every element of four different views of the same storage. For each we write down
 # the metadata we expect by hand, then check the formula against the storage for *all*
 # elements (the number printed is how many matched; it must equal `numel`).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 views = {
     #  name          tensor       expected (shape, stride, offset)
     "x":          (x,           ((3, 4), (4, 1), 0)),
@@ -120,14 +125,14 @@ for name, (t, expected) in views.items():
           (tuple(t.shape), t.stride(), t.storage_offset()), expected)
     check(f"{name}: elements with t[idx] == storage[offset + Σ i·s]", n_matching(t), t.numel())
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Because `x` holds `0..11`, each value *is* its storage index, so printing a view shows
 # where its elements live. The transpose walks the storage column by column:
 
 # %%
 print(x.T)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The formula is not special to small integers or to 2-D. Here it is on random floats in
 # 4-D, through a permute, slices with steps, and an integer index (values no longer equal
 # their positions, so a wrong address would show up):
@@ -141,7 +146,7 @@ for name, v in {
 }.items():
     check(f"{name}: elements matching the formula", n_matching(v), v.numel())
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The offset is in elements; `data_ptr()` (the address of a view's first element) moves
 # by `offset × element_size` bytes. We compare differences of pointers, never the
 # pointers themselves, which change from run to run.
@@ -151,7 +156,7 @@ for name, v in {"x[:, 1]": x[:, 1], "x[1:, ::2]": x[1:, ::2]}.items():
     check(f"{name}: data_ptr shift in bytes = offset × 8",
           v.data_ptr() - x.data_ptr(), v.storage_offset() * x.element_size())
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Figure: how strides walk the storage
 #
 # Top strip: the 12 storage slots, coloured like the row of the view that reads them (grey:
@@ -159,13 +164,13 @@ for name, v in {"x[:, 1]": x[:, 1], "x[1:, ::2]": x[1:, ::2]}.items():
 # the strip in order; `x.T` jumps by 4 along a row; `x[:, 1:3]` has `x`'s strides but starts
 # at offset 1 and skips slots 0, 3, 4, 7, 8, 11.
 
-# %%
+# %% caption="Three views of one 12-element storage (x, x.T, x[:, 1:3]): which storage slot each element reads, and in what order." slideshow={"slide_type": "subslide"}
 for name, v in {"x": x, "x.T": x.T, "x[:, 1:3]": x[:, 1:3]}.items():
     plot_strides(v, f"{name}: shape {tuple(v.shape)}, stride {v.stride()}, "
                     f"offset {v.storage_offset()}")
 plt.show()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §2.3 Views are cheap, copies are expensive
 #
 # An operation that changes only shape/stride/offset costs O(1): no new memory, no memory
@@ -174,7 +179,12 @@ plt.show()
 # metadata, same storage, which we prove by comparing the storages' start addresses.
 
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Say: slicing, `.T` and `view` only rewrite metadata; `contiguous()` and a failing-`view` `reshape` copy every byte.
+# - Run live: the failing `view` cell (the error is the point), then `contiguous()` and its new storage.
+# - Point at: the copy's new storage, numel × element_size = 12 × 8 = 96 bytes, and the `[measured]` view vs copy times.
+
+# %% slideshow={"slide_type": "subslide"}
 def same_storage(a: Tensor, b: Tensor) -> bool:
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
@@ -184,7 +194,7 @@ for name, v in {"x[:, 1]": x[:, 1], "x.transpose(0, 1)": x.transpose(0, 1),
     check(f"{name} shares x's storage", same_storage(v, x), True)
     check(f"{name}: storage bytes (nothing new allocated)", v.untyped_storage().nbytes(), 96)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Shared storage means a write through one view is visible through every other.
 
 # %%
@@ -196,7 +206,7 @@ a.T[3, 2] = -1              # write through the transpose ...
 check("... and a[2, 3] sees it", a[2, 3].item(), -1)
 print(a)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Contiguous versus not
 #
 # A tensor is **contiguous** when its strides are exactly those of a row-major layout of
@@ -206,7 +216,7 @@ print(a)
 # `(4, 2)`, decreasing, and is still not contiguous, because it skips every other slot.
 
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, step = [], 1
     for n in reversed(shape):
@@ -221,7 +231,7 @@ for name, v in {"x": x, "x[1:]": x[1:], "x[:, 1]": x[:, 1], "x.T": x.T,
     check(f"{name} is {'' if row_major else 'not '}contiguous (stride {v.stride()}): torch and the "
           "row-major rule agree", v.is_contiguous() == row_major, True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The failing `view`
 #
 # Flattening the transpose with `view` fails. This cell raises on purpose:
@@ -230,7 +240,7 @@ for name, v in {"x": x, "x[1:]": x[1:], "x[:, 1]": x[:, 1], "x.T": x.T,
 z = x.transpose(0, 1)
 z.view(12)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Why: `view` never moves data, so it must express the new shape with new strides over
 # the *same* storage. Merging dimensions `i` and `i+1` into one is possible only if they
 # are adjacent in memory: `stride[i] == stride[i+1] * size[i+1]`. For `z`, stride 0 is 1
@@ -241,7 +251,7 @@ z.view(12)
 # non-contiguous tensor whenever the new shape only *splits* dimensions, or merges
 # dimensions that are adjacent in memory:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 check("z: dims 0 and 1 cannot merge, stride[0] != stride[1] * size[1]",
       z.stride(0) != z.stride(1) * z.size(1), True)
 z_split = z.view(2, 2, 3)   # split dim 0 (size 4, stride 1) into (2, 2): strides (2, 1)
@@ -249,7 +259,7 @@ check("z is not contiguous", not z.is_contiguous(), True)
 check("z.view(2, 2, 3) stride", z_split.stride(), (2, 1, 4))
 check("z.view(2, 2, 3) shares the storage", same_storage(z_split, x), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### `contiguous()` makes a real copy
 #
 # `contiguous()` allocates a new storage and copies the elements in the view's logical
@@ -258,7 +268,7 @@ check("z.view(2, 2, 3) shares the storage", same_storage(z_split, x), True)
 # If the tensor is already contiguous, `contiguous()` returns it unchanged and copies
 # nothing (the notes' warning only applies to tensors that actually need it).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 zc = z.contiguous()
 check("zc.is_contiguous() after", zc.is_contiguous(), True)
 check("zc has its own storage", not same_storage(zc, x), True)
@@ -268,7 +278,7 @@ check("its new storage holds numel × element_size = 12 × 8 bytes", zc.untyped_
 check("zc.view(12)", zc.view(12), torch.tensor([0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]))
 check("x.contiguous() is x (already contiguous: no copy)", x.contiguous() is x, True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### `reshape`: a view if possible, else a copy
 #
 # `reshape` tries `view` first and silently falls back to `contiguous()` + `view`. That is
@@ -283,7 +293,7 @@ for name, v, is_view in [("x.reshape(2, 6)", x.reshape(2, 6), True),
     check(f"{name} {'is a view of' if is_view else 'is a copy, not a view of'} x",
           same_storage(v, x) == is_view, True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Aside: broadcasting is a view with stride 0
 #
 # `expand` repeats a tensor along a new dimension by giving it stride 0, so one storage
@@ -291,7 +301,7 @@ for name, v, is_view in [("x.reshape(2, 6)", x.reshape(2, 6), True),
 # `tensor_bytes` counts logical elements (numel × element size), so here it over-states
 # the memory actually held; the storage is what you pay for.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 row = torch.arange(4)
 e = row.expand(3, 4)
 check("e.stride()", e.stride(), (0, 1))
@@ -300,7 +310,7 @@ check("storage actually held (bytes)", e.untyped_storage().nbytes(), 4 * 8)
 check("tensor_bytes(e): logical bytes", tensor_bytes(e), 12 * 8)
 check("e.contiguous() materialises all of them", e.contiguous().untyped_storage().nbytes(), 96)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What a copy costs in time
 #
 # A 2048 × 2048 float32 matrix: a transpose view versus a transposed copy and a plain
@@ -308,7 +318,7 @@ check("e.contiguous() materialises all of them", e.contiguous().untyped_storage(
 # overhead; a copy's time grows with the bytes moved, and the transposing copy is usually
 # slower than `clone` because it reads the source with a stride of 2048 elements.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 n = 2048
 big = torch.randn(n, n, device=device)
 check("big: bytes", tensor_bytes(big), n * n * 4)
@@ -331,7 +341,7 @@ measured("transposed copy / view", t_copy / t_view, "×")
 measured("transposed copy: effective bandwidth", moved / t_copy / 1e9, "GB/s")
 measured("plain copy: effective bandwidth", moved / t_clone / 1e9, "GB/s")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §2.4 einops: give dimensions names
 #
 # Code like `x.transpose(1, 2).reshape(B, T, -1)` is full of positional magic numbers; a
@@ -340,6 +350,11 @@ measured("plain copy: effective bandwidth", moved / t_clone / 1e9, "GB/s")
 # checked against the plain PyTorch it replaces.
 #
 # **einsum**: attention scores, a dot product over `hidden` for every pair of positions.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Say: named dimensions replace positional magic numbers; jaxtyping turns a wrong axis into an error at the call.
+# - Run live: the einsum scores cell, then the `buggy_scores` cell whose wrong return shape is rejected.
+# - Point at: `rearrange` returns a view of `h` (no copy), round trip included.
 
 # %%
 batch, seq1, seq2, hidden = 2, 3, 5, 64
@@ -351,7 +366,7 @@ check("einsum scores: shape", tuple(scores.shape), (batch, seq1, seq2))
 check("einsum == q @ k.transpose(-2, -1) (rtol 1e-5)",
       torch.allclose(scores, reference, rtol=1e-5, atol=1e-5), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **reduce**: sum over `hidden`; `...` keeps any leading dimensions as they are.
 
 # %%
@@ -360,7 +375,7 @@ s = reduce(h, "... hidden -> ...", "sum")
 check("reduce: shape", tuple(s.shape), (batch, seq1))
 check("reduce == h.sum(-1) (rtol 1e-5)", torch.allclose(s, h.sum(-1), rtol=1e-5, atol=1e-5), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **rearrange**: split `hidden = heads × d` into two dimensions for multi-head attention,
 # and merge them back. einops uses `view`/`reshape` underneath, so both directions are
 # views here: pure metadata, exactly the same numbers, no copy.
@@ -375,14 +390,14 @@ back = rearrange(split, "... heads d -> ... (heads d)")
 check("round trip gives h back (exact)", torch.equal(back, h), True)
 check("round trip is still a view of h", same_storage(back, h), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # A named pattern also refuses what cannot be true: 64 does not split into 7 heads.
 
 # %%
 heads_error = check_raises("heads=7 on hidden=64", EinopsError,
                            rearrange, h, "... (heads d) -> ... heads d", heads=7)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Shape annotations checked at run time (jaxtyping + beartype)
 #
 # Names in a docstring are documentation; names in an annotation can be *enforced*.
@@ -403,7 +418,7 @@ def attention_scores(q: Float[Tensor, "batch seq1 hidden"],
 
 check("attention_scores(q, k): shape", tuple(attention_scores(q, k).shape), (2, 3, 5))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Pass a `k` whose hidden size disagrees with `q`'s (63 instead of 64):
 
 # %%
@@ -412,7 +427,7 @@ caught = check_raises("a wrong hidden size is rejected", TypeCheckError, attenti
 check("the message blames parameter 'k'", "parameter 'k'" in str(caught), True)
 check("and shows the bound size hidden=64", "hidden=64" in str(caught), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The return annotation catches a classic transposition bug: computing `k qᵀ` instead of
 # `q kᵀ` gives `batch seq2 seq1`. An honest limit: shapes cannot tell equal-sized
 # dimensions apart, so when `seq1 == seq2` the same bug passes unnoticed.
@@ -432,7 +447,7 @@ k_square = torch.randn(batch, seq1, hidden)
 check("same bug, seq1 == seq2: passes the shape check",
       tuple(buggy_scores(q, k_square).shape), (batch, seq1, seq1))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember
 #
 # - A tensor = storage (the bytes you pay for) + shape, stride, offset (free).
@@ -443,16 +458,40 @@ check("same bug, seq1 == seq2: passes the shape check",
 #   allocate `numel × element_size` bytes and move twice that. `view` raises instead of
 #   copying, so use it where a copy would be a bug.
 # - Name dimensions (einops) and check them (jaxtyping) so that axis mistakes fail loudly.
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Recap in one breath: storage = bytes you pay for; views are O(1); copies cost numel × element_size and twice that in traffic.
+# - Ask the room: which line of their last model copies?
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises (from the self-test)
 #
-# **Q5.** Why does `x.transpose(0, 1).view(-1)` raise, and what does fixing it with
-# `.contiguous()` cost? Answer with the merge condition from §2.3, then put numbers on the
-# cost for the notes' GPT-3 FFN matrix `[12288, 49152]` in bfloat16 (§2.1).
-#
-# *Try it first; the solution cell below is hidden.*
+# For each question: fill in the `...` in the exercise cell, run it and the check cell
+# under it (it says whether your answer is right, without giving it away), and expand the
+# hidden solution only after you have tried.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Give 3 minutes per question: fill in the `...`, run the check cell.
+# - Then expand the hidden solution live and point at the `✓ ... is right` lines.
+# - Point at: Q5's fix costs 1.21 GB for one GPT-3 FFN matrix in bf16.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Q5. Why does `x.transpose(0, 1).view(-1)` raise, and what does `.contiguous()` cost?
+#
+# Answer with the merge condition from §2.3, then put numbers on the cost of the fix for
+# the notes' GPT-3 FFN matrix `[12288, 49152]` in bfloat16 (§2.1).
+
+# %% tags=["exercise"]
+q5_needed = ...  # the value stride[0] of x.T would need for view(-1) to work (x is 3 x 4)
+q5_extra_bytes = ...  # extra memory of w.T.contiguous() for the FFN matrix, in bytes
+q5_traffic_bytes = ...  # bytes the copy reads plus writes, in bytes
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+check_answer("Q5, stride[0] that view(-1) needs", q5_needed, 12)
+check_answer("Q5, extra memory (bytes)", q5_extra_bytes, 1_207_959_552, rel=0.01)
+check_answer("Q5, memory traffic (bytes)", q5_traffic_bytes, 2_415_919_104, rel=0.01)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. transpose only swaps the strides, so xt = x.T has strides (1, 4). view(-1) must
 # merge both dims into one with a single stride, which needs stride[0] == stride[1] *
 # size[1]: 1 vs 12, impossible without moving data, so view raises. contiguous() moves
@@ -475,14 +514,32 @@ check("extra memory: numel × 2 bytes", extra, 12288 * 49152 * 2)
 check("in words", format_bytes(extra), "1.21 GB (1.12 GiB)")
 check("memory traffic: read + write", format_bytes(2 * extra), "2.42 GB (2.25 GiB)")
 
-# %% [markdown]
-# **Exercise 2 (strides by hand).** With `x = torch.arange(12).view(3, 4)`, predict
-# shape, stride and storage offset of `x[::2, 1:]`, `x.T` and `x.T[1:, ::2]` without
-# running anything. Then predict the values of `x.T[1:, ::2]` from the formula alone.
-#
-# *Solution hidden below.*
+q5_needed = xt.stride(1) * xt.size(1)
+q5_extra_bytes, q5_traffic_bytes = extra, 2 * extra
+check_answer("Q5, stride[0] that view(-1) needs", q5_needed, 12)
+check_answer("Q5, extra memory (bytes)", q5_extra_bytes, 1_207_959_552, rel=0.01)
+check_answer("Q5, memory traffic (bytes)", q5_traffic_bytes, 2_415_919_104, rel=0.01)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### E1.1. Strides by hand
+#
+# With `x = torch.arange(12).view(3, 4)`, predict shape, stride and storage offset of
+# `x[::2, 1:]`, `x.T` and `x.T[1:, ::2]` without running anything. Then predict the values
+# of `x.T[1:, ::2]` from the formula alone.
+
+# %% tags=["exercise"]
+e1_1_a = ...  # (shape, stride, offset) of x[::2, 1:], e.g. ((3, 4), (4, 1), 0)
+e1_1_b = ...  # (shape, stride, offset) of x.T
+e1_1_c = ...  # (shape, stride, offset) of x.T[1:, ::2]
+e1_1_values = ...  # the values of x.T[1:, ::2], as a nested list of rows
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+check_answer("E1.1, x[::2, 1:]", e1_1_a, ((2, 3), (8, 1), 1))
+check_answer("E1.1, x.T", e1_1_b, ((4, 3), (1, 4), 0))
+check_answer("E1.1, x.T[1:, ::2]", e1_1_c, ((3, 2), (1, 8), 1))
+check_answer("E1.1, values of x.T[1:, ::2]", e1_1_values, [[1, 9], [2, 10], [3, 11]])
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # x[::2, 1:]: rows 0 and 2 -> row stride 2*4 = 8; columns from 1 -> offset 1.
 # x.T: swap shape and strides. x.T[1:, ::2]: offset 1*1 = 1, column stride 2*4 = 8.
 answers = {
@@ -496,3 +553,11 @@ for name, (v, expected) in answers.items():
     check(f"{name}: elements matching the formula", n_matching(v), v.numel())
 # Values = storage indices (x holds 0..11): offset 1 + r*1 + c*8.
 check("x.T[1:, ::2]", x.T[1:, ::2], torch.tensor([[1, 9], [2, 10], [3, 11]]))
+
+e1_1_a, e1_1_b, e1_1_c = ((tuple(v.shape), v.stride(), v.storage_offset())
+                          for v, _ in answers.values())
+e1_1_values = x.T[1:, ::2].tolist()
+check_answer("E1.1, x[::2, 1:]", e1_1_a, ((2, 3), (8, 1), 1))
+check_answer("E1.1, x.T", e1_1_b, ((4, 3), (1, 4), 0))
+check_answer("E1.1, x.T[1:, ::2]", e1_1_c, ((3, 2), (1, 8), 1))
+check_answer("E1.1, values of x.T[1:, ::2]", e1_1_values, [[1, 9], [2, 10], [3, 11]])

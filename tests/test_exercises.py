@@ -1,0 +1,274 @@
+"""Exercises as students need them (issue 14), in every notebook.
+
+Under "## Exercises" each question is a ``### Qn.`` (from the notes' self-test) or ``### En.m.``
+(the notebook's own) heading, followed by a fill-in cell (tag ``exercise``), a check cell (tag
+``exercise-check``, code hidden, output shown) that calls ``check_answer``, and the solution
+(tag ``solution``, code and output hidden) that ends with the same ``check_answer`` lines. The
+stored outputs prove both halves: run top to bottom, a check cell says "not answered yet", and
+the solution's own answers are accepted ("is right"). Each rule is also shown to fail on a
+notebook broken on purpose.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections import Counter
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TWINS = sorted((ROOT / "py_src").glob("[0-9][0-9]_*.py"))
+EXERCISES = re.compile(r"^## Exercises\b", re.M)
+HEADING = re.compile(r"^(#{2,3}) (.*)", re.M)
+QUESTION_ID = re.compile(r"(Q\d+[a-z]?|E\d+\.\d+)\.?\s")  # "Q5. Why ...", "E1.1 Strides ..."
+CHECK_CALL = re.compile(r"^check_answer\(.*?\)$", re.M | re.S)
+
+
+def tags(cell) -> list[str]:
+    return cell.metadata.get("tags", [])
+
+
+def hidden(cell, what: str) -> bool:
+    return cell.metadata.get("jupyter", {}).get(what) is True
+
+
+def exercise_cells(cells: list) -> list:
+    """The cells from the one whose markdown holds "## Exercises" to the end."""
+    starts = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and EXERCISES.search(c.source)]
+    return cells[starts[0]:] if starts else []
+
+
+def check_calls(source: str) -> list[str]:
+    """Each top-level ``check_answer(...)`` statement, whitespace-normalised."""
+    calls, current = [], None
+    for line in source.splitlines():
+        if current is None and line.startswith("check_answer("):
+            current = line
+        elif current is not None:
+            current += " " + line.strip()
+        if current is not None and current.count("(") == current.count(")"):
+            calls.append(re.sub(r"\s+", " ", current))
+            current = None
+    return calls
+
+
+def question_ids(cells: list) -> list[str]:
+    ids = []
+    for cell in exercise_cells(cells):
+        if cell.cell_type == "markdown":
+            ids += [m.group(1) for level, text in HEADING.findall(cell.source)
+                    if level == "###" and (m := QUESTION_ID.match(text + " "))]
+    return ids
+
+
+def structure_problems(cells: list) -> list[str]:
+    """What is wrong with a notebook's exercises (cells from jupytext or nbformat); [] if nothing."""
+    section = exercise_cells(cells)
+    if not section:
+        return ["no '## Exercises' section"]
+    problems = []
+    question, answered = None, True
+    for i, cell in enumerate(section):
+        if cell.cell_type == "markdown":
+            for level, text in HEADING.findall(cell.source):
+                if level != "###":
+                    continue
+                if question is not None and not answered:
+                    problems.append(f"{question}: no fill-in cell (tag 'exercise') under it")
+                question, answered = text[:40], False
+                if not QUESTION_ID.match(text + " "):
+                    problems.append(f"heading '### {text[:40]}' has no id: name it '### Qn. ...' "
+                                    "or '### En.m. ...'")
+        if "exercise" in tags(cell):
+            answered = True
+            where = f"exercise cell {cell.source.splitlines()[0][:40]!r}"
+            if "..." not in cell.source:
+                problems.append(f"{where}: no '...' for the student to replace")
+            check = section[i + 1] if i + 1 < len(section) else None
+            solution = section[i + 2] if i + 2 < len(section) else None
+            if check is None or "exercise-check" not in tags(check):
+                problems.append(f"{where}: not followed by a check cell (tag 'exercise-check')")
+                continue
+            calls = check_calls(check.source)
+            if not calls:
+                problems.append(f"{where}: its check cell calls no check_answer")
+            if not hidden(check, "source_hidden") or hidden(check, "outputs_hidden"):
+                problems.append(f"{where}: its check cell must hide its code and show its output")
+            if solution is None or "solution" not in tags(solution):
+                problems.append(f"{where}: the check cell is not followed by a solution cell")
+                continue
+            if not (hidden(solution, "source_hidden") and hidden(solution, "outputs_hidden")):
+                problems.append(f"{where}: its solution must hide code and output")
+            solution_calls = check_calls(solution.source)
+            missing = [c for c in calls if c not in solution_calls]
+            if missing:
+                problems.append(f"{where}: the solution does not end with the check lines {missing}")
+            elif solution_calls[-len(calls):] != calls:
+                problems.append(f"{where}: the solution's last check_answer lines differ from the check cell's")
+    if question is not None and not answered:
+        problems.append(f"{question}: no fill-in cell (tag 'exercise') under it")
+    n_ex, n_check, n_sol = (sum(t in tags(c) for c in section) for t in ("exercise", "exercise-check", "solution"))
+    if not n_ex == n_check == n_sol:
+        problems.append(f"{n_ex} exercise, {n_check} check and {n_sol} solution cells: they come in threes")
+    return problems
+
+
+def output_text(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+
+
+def output_problems(cells: list) -> list[str]:
+    """The stored outputs: a check cell says "not answered yet" once per check, a solution is right."""
+    problems = []
+    for cell in exercise_cells(cells):
+        first = cell.source.splitlines()[0][:40] if cell.source else ""
+        text = output_text(cell)
+        if "exercise-check" in tags(cell):
+            n_calls = len(check_calls(cell.source))
+            if text.count("not answered yet") != n_calls or "is right" in text or "✗" in text:
+                problems.append(f"check cell {first!r}: stored output is not {n_calls} "
+                                f"'not answered yet' line(s): {text[:120]!r}")
+        if "solution" in tags(cell):
+            n_right = text.count("is right")
+            if n_right < max(1, len(check_calls(cell.source))) or "✗" in text:
+                problems.append(f"solution {first!r}: its own answers are not all 'is right': {text[-200:]!r}")
+    return problems
+
+
+def duplicate_ids(ids_by_notebook: dict[str, list[str]]) -> list[str]:
+    counts = Counter(i for ids in ids_by_notebook.values() for i in ids)
+    return sorted(i for i, n in counts.items() if n > 1)
+
+
+def twin_cells(py: Path) -> list:
+    return jupytext.read(py).cells
+
+
+def stored_cells(py: Path) -> list:
+    return nbformat.read(ROOT / "notebooks" / py.with_suffix(".ipynb").name, as_version=4).cells
+
+
+@pytest.mark.parametrize("py", TWINS, ids=lambda p: p.stem)
+def test_exercise_structure(py):
+    assert structure_problems(twin_cells(py)) == []
+
+
+@pytest.mark.parametrize("py", TWINS, ids=lambda p: p.stem)
+def test_stored_outputs(py):
+    cells = stored_cells(py)
+    assert structure_problems(cells) == []  # the .ipynb holds the same cells as its twin
+    assert output_problems(cells) == []
+
+
+def test_no_question_in_two_notebooks():
+    ids = {py.stem: question_ids(twin_cells(py)) for py in TWINS}
+    assert len(TWINS) == 8 and all(ids.values()), ids
+    assert duplicate_ids(ids) == []
+
+
+# --- every rule fails on a notebook broken on purpose ---------------------------------------
+
+CHECK = 'check_answer("Q9, bytes", q9_bytes, 96)'
+
+
+def good_cells() -> list:
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    stream = nbformat.v4.new_output
+    cells = [
+        md("## What to remember\n\n- a tensor is storage plus metadata"),
+        md("## Exercises\n\nFill in, run the check, then expand the solution.\n\n### Q9. How many bytes?"),
+        code("q9_bytes = ...  # bytes of a 3 x 4 int64 tensor", metadata={"tags": ["exercise"]}),
+        code(CHECK, metadata={"tags": ["exercise-check"], "jupyter": {"source_hidden": True}},
+             outputs=[stream("stream", name="stdout", text="Q9, bytes: not answered yet (...)\n")]),
+        code(f"# Answer. 12 x 8.\nq9_bytes = 12 * 8\n{CHECK}",
+             metadata={"tags": ["solution"], "jupyter": {"source_hidden": True, "outputs_hidden": True}},
+             outputs=[stream("stream", name="stdout", text="✓ Q9, bytes: 96 is right\n")]),
+    ]
+    return cells
+
+
+def _set(index, key, value):
+    def mutate(cells):
+        cells[index].metadata.setdefault("jupyter", {})[key] = value
+    return mutate
+
+
+def _edit_source(index, old, new):
+    def mutate(cells):
+        cells[index].source = cells[index].source.replace(old, new)
+    return mutate
+
+
+def _drop(index):
+    def mutate(cells):
+        del cells[index]
+    return mutate
+
+
+def _swap(cells):
+    cells[3], cells[4] = cells[4], cells[3]
+
+
+def _output(index, text):
+    def mutate(cells):
+        cells[index].outputs[0]["text"] = text
+    return mutate
+
+
+BROKEN = {
+    "heading without id": (_edit_source(1, "### Q9.", "### Q."), "has no id"),
+    "question without fill-in cell": (_edit_source(1, "How many bytes?", "How many bytes?\n\n### Q8. And bits?"),
+                                      "Q9. How many bytes?: no fill-in cell"),
+    "fill-in without ...": (_edit_source(2, "...", "None"), "no '...'"),
+    "no check cell": (_drop(3), "not followed by a check cell"),
+    "check cell without check_answer": (_edit_source(3, "check_answer", "print"), "calls no check_answer"),
+    "check cell code shown": (_set(3, "source_hidden", False), "must hide its code"),
+    "check cell output hidden": (_set(3, "outputs_hidden", True), "show its output"),
+    "solution before check": (_swap, "not followed by a check cell"),
+    "no solution": (_drop(4), "not followed by a solution cell"),
+    "solution output shown": (_set(4, "outputs_hidden", False), "must hide code and output"),
+    "solution code shown": (_set(4, "source_hidden", False), "must hide code and output"),
+    "solution without the check line": (_edit_source(4, CHECK, "print(q9_bytes)"), "does not end with"),
+    "solution checks something else last": (_edit_source(4, CHECK, f"{CHECK}\ncheck_answer('x', 1, 1)"),
+                                            "last check_answer lines differ"),
+}
+
+
+def test_good_exercise_passes():
+    assert structure_problems(good_cells()) == []
+    assert output_problems(good_cells()) == []
+    assert question_ids(good_cells()) == ["Q9"]
+
+
+@pytest.mark.parametrize("name", BROKEN)
+def test_broken_exercise_is_caught(name):
+    mutate, expected = BROKEN[name]
+    cells = copy.deepcopy(good_cells())
+    mutate(cells)
+    problems = structure_problems(cells)
+    assert any(expected in p for p in problems), problems
+
+
+@pytest.mark.parametrize(("index", "text"), [
+    (3, "✓ Q9, bytes: 96 is right\n"),                  # the check cell's stored output gives it away
+    (3, ""),                                             # or says nothing
+    (4, "Q9, bytes: not answered yet (...)\n"),          # the solution does not answer
+    (4, "✗ Q9, bytes: 95 is not right yet (...)\n"),     # or answers wrongly
+])
+def test_wrong_stored_output_is_caught(index, text):
+    cells = copy.deepcopy(good_cells())
+    _output(index, text)(cells)
+    assert output_problems(cells) != []
+
+
+def test_no_exercises_section_is_caught():
+    assert structure_problems(good_cells()[:1]) == ["no '## Exercises' section"]
+
+
+def test_duplicate_ids_are_caught():
+    assert duplicate_ids({"02": ["Q2", "Q3"], "08": ["Q2", "E8.1"]}) == ["Q2"]
+    assert duplicate_ids({"02": ["Q2"], "08": ["E8.1"]}) == []
