@@ -12,11 +12,11 @@
 #     name: pytorch-resource-accounting
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 05 · Parameters and initialisation: what the optimizer sees, and where training starts
 #
 # Notebooks 02 and 03 priced parameters in bytes and FLOPs; this one asks how PyTorch knows
-# a tensor *is* one, and what values it should start from (§5.1, §5.2, and self-test Q1):
+# a tensor *is* one, and what values it should start from (§5.1, §5.2):
 #
 # 1. **§5.1**: `nn.Parameter` registers a tensor with its module, which opens three
 #    channels: `parameters()` (what the optimizer updates), `state_dict()` (what a
@@ -24,6 +24,8 @@
 #    all three; `register_buffer` is the home for state that is not trained.
 # 2. **§5.1**: the lecture's `Linear` (`y = x @ W`, W stored as `(d_in, d_out)`) and its
 #    init rule, written here, checked against `torch.nn.functional.linear` and `torch.nn.Linear`.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # 3. **§5.2**: $\mathrm{Var}(y) = d_\text{in}\,\mathrm{Var}(x)\,\mathrm{Var}(W)$ measured; N(0, 1)
 #    weights overflow fp32 at exactly layer 32 of a width-256 network, while
 #    $1/\sqrt{d_\text{in}}$ (and $\sqrt{2/d_\text{in}}$ with ReLU) keeps activations near 1.
@@ -34,7 +36,7 @@
 # A `✓` line is a checked claim; a `[measured]` line depends on the machine. All numeric
 # work runs on the CPU, so the outputs are the same everywhere; one cell adds a GPU check.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # > **Errata in the notes.** Corrections this notebook makes to the lecture notes, each
 # > shown (and checked) where linked:
 # >
@@ -52,7 +54,7 @@
 from lecture_utils import setup
 device = setup()
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 import io
 import math
 
@@ -61,13 +63,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_utils import check, check_raises, cuda_only, measured
+from lecture_utils import check, check_answer, check_raises, cuda_only, measured
 from lecture_utils.checks import fmt, rounded  # print random-data values stably
-from lecture_utils.flops import count_flops
 from lecture_utils.memory import format_bytes, tensor_bytes
 from lecture_utils.models import Cruncher, n_params
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §5.1 What is a parameter?
 #
 # A trainable parameter in PyTorch is an `nn.Parameter`: a tensor subclass that an
@@ -77,7 +78,13 @@ from lecture_utils.models import Cruncher, n_params
 # walking `_parameters` (and `_buffers`, and the submodules'). Here is the notes' `Linear`,
 # verbatim (its `randn` initialisation is the subject of §5.2):
 
-# %%
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Start from the notes' `Linear`: the `Parameter` assignment is all the registration there is.
+# - Run the cell and point at `'weight' is not in vars(layer)`: it lives in `_parameters`.
+# - Promise the three channels (optimizer, checkpoint, `.to()`) that the next slides test one by one.
+
+# %% slideshow={"slide_type": "subslide"}
 class NotesLinear(nn.Module):
     """The notes' Linear: y = x @ W, W a (in_dim, out_dim) Parameter drawn from randn."""
 
@@ -99,13 +106,13 @@ check("stored in layer._parameters", list(layer._parameters), ["weight"])
 check("'weight' is not in the ordinary attribute dict, vars(layer)", "weight" not in vars(layer),
       True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Channel 1: `parameters()` is what the optimizer updates
 #
 # An optimizer is constructed from `model.parameters()` and updates exactly those tensors.
 # One SGD step on a toy loss moves the weight by $-\text{lr} \times \text{gradient}$:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 LR = 0.1
 x = torch.randn(8, 4)
 opt = torch.optim.SGD(layer.parameters(), lr=LR)
@@ -119,7 +126,7 @@ check("after one step: W = W_before - lr * grad", layer.weight.detach(),
       before - LR * layer.weight.grad, rel=1e-6, abs=1e-7)
 check("W moved", not torch.equal(layer.weight, before), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Channel 2: `state_dict()` is what a checkpoint saves and restores
 #
 # `state_dict()` maps each registered name to its tensor. Saving it and loading it into a
@@ -127,7 +134,7 @@ check("W moved", not torch.equal(layer.weight, before), True)
 # exactly. The round trip goes through `torch.save` and `torch.load` into an in-memory buffer,
 # as it would through a file.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 state = layer.state_dict()
 check("state_dict keys", list(state), ["weight"])
 buffer = io.BytesIO()
@@ -145,7 +152,7 @@ check("after load_state_dict: the same weights", torch.equal(fresh.weight, layer
 # One trap: `state_dict()` returns the parameters' *own* storage, not a copy. A dict you keep
 # in a variable is not a snapshot: it follows the training. Save it (as above) or clone it.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 check("state_dict()['weight'] shares the parameter's storage",
       state["weight"].data_ptr() == layer.weight.data_ptr(), True)
 kept = state["weight"].clone()
@@ -155,7 +162,7 @@ check("after another step the 'snapshot' moved too", torch.equal(state["weight"]
       True)
 check("the clone kept the old values", not torch.equal(kept, layer.weight), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Channel 3: `.to()` moves and casts every registered tensor
 #
 # `module.to(...)` works in place: it walks the registered tensors, converts each one, and
@@ -164,7 +171,7 @@ check("the clone kept the old values", not torch.equal(kept, layer.weight), True
 # same `Parameter` objects and swaps their data, so an optimizer built earlier still points
 # at them. Moving to the `meta` device (shapes and dtypes, no data) replaces the objects.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 check("module.to() returns the module itself", layer.to(torch.float64) is layer, True)
 check("weight dtype after .to(torch.float64)", layer.weight.dtype, torch.float64)
 check("...and still the object the optimizer holds", opt.param_groups[0]["params"][0] is layer.weight,
@@ -177,7 +184,7 @@ check("...shape kept", tuple(layer.weight.shape), (4, 3))
 check("after .to('meta') the optimizer holds a stale object",
       opt.param_groups[0]["params"][0] is not layer.weight, True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # That is why the usual order is: build the model, move it to its device and dtype, *then*
 # build the optimizer. On a GPU, `.to(device)` moves the weight and the forward pass runs
 # there (this cell runs on CUDA only):
@@ -196,7 +203,7 @@ if cuda_only(device, "moving a module to the GPU with .to(device)"):
     assert gpu_layer.weight is weight_object  # CPU<->CUDA swaps .data, like a dtype change
     del gpu_layer, weight_object, out
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §5.1 The lecture's `Linear`, checked against torch
 #
 # The course's `Linear` is the notes' layer with two changes: no `randn` (it uses
@@ -206,7 +213,13 @@ if cuda_only(device, "moving a module to the GPU with .to(device)"):
 # `x @ A.T`, so the lecture's layer equals `F.linear(x, W.T)`. Later notebooks and the
 # course's models import this cell from `lecture_utils.nn`.
 
-# %%
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - The lecture stores W as `(d_in, d_out)`; torch stores the transpose: say it before running.
+# - Run the `F.linear(x, W.T)` check live, then the parameter count: `Cruncher(4096, 8)` is 0.5 GiB in fp32.
+# - Then break a model on purpose (`Forgetful`): nothing fails until a channel is used.
+
+# %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/nn.py
 def init_weight(d_in, d_out, *, device=None, dtype=None):
     """A (d_in, d_out) weight from a normal with std 1/sqrt(d_in), cut at ±3 std.
@@ -233,7 +246,7 @@ class Linear(nn.Module):
         return f"d_in={self.weight.shape[0]}, d_out={self.weight.shape[1]}"
 
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 D_IN, D_OUT, BATCH = 512, 2048, 64
 torch.manual_seed(0)
 lin = Linear(D_IN, D_OUT)
@@ -250,13 +263,13 @@ with torch.no_grad():
     ref.weight.copy_(lin.weight.T)
 check("== torch.nn.Linear with W.T copied in", y, ref(xb), rel=1e-5, abs=1e-6)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Its cost: $d_\text{in} \cdot d_\text{out}$ parameters, 4 bytes each in fp32 (a bias
 # would add $d_\text{out}$ more). The notes' toy MLP (§4.3) is $L$ such $D \times D$ layers,
 # so about $L D^2$ parameters; the course's `Cruncher` adds a $D \to 1$ head. Building it on
 # the `meta` device counts the parameters without allocating or initialising anything.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 print(f"Linear({D_IN}, {D_OUT}): {n_params(lin):,} parameters, "
       f"{format_bytes(tensor_bytes(lin.weight))} in fp32")
 check("parameters = d_in * d_out", n_params(lin), D_IN * D_OUT)
@@ -271,7 +284,7 @@ with torch.device("meta"):
 check("Cruncher(4096, 8): L * D^2 + D parameters", n_params(cruncher), 8 * 4096**2 + 4096)
 check("...in fp32 (GiB)", n_params(cruncher) * 4 / 2**30, 0.50002, rel=1e-5)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What goes wrong with a plain tensor attribute
 #
 # Now a two-layer model where only the first weight is a `Parameter`. The second is an
@@ -279,7 +292,7 @@ check("...in fp32 (GiB)", n_params(cruncher) * 4 / 2**30, 0.50002, rel=1e-5)
 # written by hand. It computes the right outputs, so nothing looks wrong until one of the
 # three channels is used.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 class Forgetful(nn.Module):
     """w1 is a registered Parameter; w2 is a plain tensor attribute (the bug)."""
 
@@ -300,7 +313,7 @@ check("named_parameters() sees only w1", [name for name, _ in model.named_parame
 # **The optimizer never updates it.** Autograd still computes `w2.grad` (the FLOPs are
 # spent), but the optimizer was built from `parameters()` and has never heard of `w2`:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 opt = torch.optim.SGD(model.parameters(), lr=LR)
 w1_before, w2_before = model.w1.detach().clone(), model.w2.detach().clone()
 model(x).pow(2).mean().backward()
@@ -313,7 +326,7 @@ check("w2 unchanged by the step", torch.equal(model.w2, w2_before), True)
 # **A checkpoint loses it.** `state_dict()` has no entry for `w2`, so a save/load round trip
 # restores `w1` and silently keeps whatever `w2` the new model was initialised with:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 check("state_dict keys", list(model.state_dict()), ["w1"])
 buffer = io.BytesIO()
 torch.save(model.state_dict(), buffer)
@@ -330,7 +343,7 @@ check("the restored model gives other outputs", not torch.allclose(restored(x), 
 # forward pass multiplies a float64 activation by the float32 `w2` and fails; moving to
 # another device would fail the same way, with a device mismatch.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 model.to(torch.float64)
 check("w1 after .to(float64)", model.w1.dtype, torch.float64)
 check("w2 after .to(float64)", model.w2.dtype, torch.float32)
@@ -346,7 +359,7 @@ check("w2 after .to('meta') is still on the CPU", (model.w1.device.type, model.w
 # `nn.ModuleDict`. A model whose layers all sit in a list has no parameters at all, and the
 # optimizer refuses to be built:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 class ListMLP(nn.Module):
     def __init__(self, width, n_layers, container):
         super().__init__()
@@ -364,7 +377,7 @@ err = check_raises("SGD on it", ValueError, torch.optim.SGD, ListMLP(8, 3, list)
 check("...'empty parameter list'", "empty parameter list" in str(err), True)
 check("layers in an nn.ModuleList: parameters", n_params(ListMLP(8, 3, nn.ModuleList)), 3 * 8 * 8)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### `register_buffer`: state that moves and is saved, but is not trained
 #
 # Some tensors belong to the model but must not be trained: a causal mask, RoPE's sine and
@@ -387,6 +400,7 @@ class ScaledLinear(nn.Module):
         return (x @ self.weight) * self.scale
 
 
+# %% slideshow={"slide_type": "subslide"}
 torch.manual_seed(0)
 scaled = ScaledLinear(4, 3)
 check("parameters()", [name for name, _ in scaled.named_parameters()], ["weight"])
@@ -404,7 +418,7 @@ check(".to(float64) casts parameters and buffers", {t.dtype for t in scaled.stat
       | {scaled.table.dtype}, {torch.float64})
 check("...and the forward pass works", scaled(x.double()).dtype, torch.float64)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §5.2 Why initialisation matters
 #
 # One output of a linear layer is a sum of $d_\text{in}$ products,
@@ -418,7 +432,13 @@ check("...and the forward pass works", scaled(x.double()).dtype, torch.float64)
 # widths and three settings (one of them with input std 2, so that every factor of the
 # formula is exercised), in float64 so the last digits shown cannot wobble.
 
-# %%
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Write $\mathrm{Var}(y) = d_\text{in}\,\mathrm{Var}(x)\,\mathrm{Var}(W)$ on the board first.
+# - The number to point at: N(0, 1) weights overflow fp32 at exactly layer 32 of a width-256 network ($16^{32} = 2^{128}$).
+# - Then the notes' `trunc_normal_(a=-3, b=3)` cuts at 96σ, i.e. nowhere; the right cut costs 0.9866 per layer.
+
+# %% slideshow={"slide_type": "subslide"}
 WIDTHS = [16, 64, 256, 1024, 4096]
 SETTINGS = {  # name: (std of x, std of W as a function of d_in)
     "N(0,1) weights": (1.0, lambda d: 1.0),
@@ -450,7 +470,7 @@ for name, r in ratios.items():
     check(f"{name}: measured / predicted Var(y), every d_in", torch.tensor(r, dtype=torch.float64),
           torch.ones(len(WIDTHS), dtype=torch.float64), rel=0.05)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Through depth: exponential growth, or none
 #
 # $L$ layers multiply the variance by $(d_\text{in} \mathrm{Var}(W))^L$. For width 256 and
@@ -465,7 +485,7 @@ for name, r in ratios.items():
 # differently, on the same 512 inputs (fp32, CPU). We record each layer's output RMS (after
 # the ReLU where there is one) and the first layer whose output contains `inf`.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 WIDTH, DEPTH = 256, 50
 g = torch.Generator().manual_seed(0)
 Z = torch.randn(DEPTH, WIDTH, WIDTH, generator=g)  # one set of N(0, 1) draws for every network
@@ -502,7 +522,7 @@ overflow = {label: first_overflow(p) for label, (_, p) in stacks.items()}
 for label, layer_ in overflow.items():
     print(f"{label:<31} first inf at layer: {layer_}")
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 check("16**32 == 2**128", 16**32, 2**128)
 check("fp32 max just below 2**128", FP32_MAX / 2.0**128, 1 - 2.0**-24)
 check("linear, N(0,1): first inf at layer", overflow["linear, N(0,1)"], 32)
@@ -519,7 +539,7 @@ check("the well-scaled networks never overflow",
 # copy is exact to the last bit. That also predicts the ReLU network's overflow layer from its
 # Kaiming twin, without running it.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 lin_n, lin_s = rms["linear, N(0,1)"], rms["linear, std 1/sqrt(d)"]
 check("linear: RMS(N(0,1)) == 16**L * RMS(1/sqrt(d)), layers 1-31",
       torch.tensor(lin_n[:31], dtype=torch.float64),
@@ -544,7 +564,7 @@ check("ReLU, N(0,1): first inf, predicted from the Kaiming twin", overflow["ReLU
       predicted)
 check("...a few layers after the linear network", 35 <= overflow["ReLU, N(0,1)"] <= 38, True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # And the well-scaled networks: the linear one stays within 20% of 1 for all 50 layers; the
 # ReLU network at $1/\sqrt{d}$ vanishes, and Kaiming keeps it at order 1.
 
@@ -555,7 +575,7 @@ check("ReLU, 1/sqrt(d): RMS at layer 50 below 1e-7 (2**-25 = 3e-8)", relu_s[-1] 
 check("ReLU, Kaiming: every layer's RMS in [0.25, 4]", all(0.25 < r < 4 for r in relu_k), True)
 
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def plot_depth(curves, title, ylim=None):
     """RMS of each layer's output against depth on a log axis (inf and 0 left out)."""
     fig, ax = plt.subplots(figsize=(7.0, 4.0))
@@ -571,10 +591,11 @@ def plot_depth(curves, title, ylim=None):
     plt.show()
 
 
+# %% caption="Output RMS of each layer against depth for five width-256 networks: N(0,1) weights overflow fp32, 1/sqrt(d) (ReLU: sqrt(2/d)) stays near 1." slideshow={"slide_type": "subslide"}
 plot_depth({label: (r, "-") for label, r in rms.items()},
            "width 256, 50 layers: N(0,1) overflows, 1/sqrt(d) (ReLU: sqrt(2/d)) stays near 1")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Two caveats the notes' one-liner hides. First, the variance is preserved *in expectation*;
 # a real network is one draw, and its log RMS takes a random walk whose spread grows like
 # $\sqrt{L / d}$ (ReLU makes the steps larger, which is why the Kaiming curve wanders between
@@ -583,7 +604,8 @@ plot_depth({label: (r, "-") for label, r in rms.items()},
 # initialisation. Xavier (Glorot) uses $\sqrt{2 / (d_\text{in} + d_\text{out})}$, a
 # compromise that also keeps the *backward* pass's gradient variance in check. The two agree
 # for square layers like these.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The notes' `trunc_normal_` call does not truncate
 #
 # The notes initialise with
@@ -597,7 +619,7 @@ plot_depth({label: (r, "-") for label, r in rms.items()},
 # the bounds ±3 sit at $\pm 3\sqrt{d_\text{in}}$ standard deviations: ±3σ only when
 # $d_\text{in} = 1$.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 print("d_in:            " + " ".join(f"{d:>6}" for d in (1, 4, 64, 1024, 12288)))
 print("bound 3 in std:  " + " ".join(f"{3 * math.sqrt(d):>5.0f}σ" for d in (1, 4, 64, 1024, 12288)))
 D = 1024
@@ -612,7 +634,7 @@ check("d_in = 1024: the bound 3 is at (in std)", 3 / std, 96.0)
 # $P(|Z| > k) \approx 2\varphi(k)/k$ (with $\varphi$ the normal density), which we first test
 # against `math.erfc` at $k = 6$.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def p_beyond(k):
     """P(|Z| > k) for Z ~ N(0, 1)."""
     return 1 - math.erf(k / math.sqrt(2))
@@ -629,13 +651,13 @@ check("tail approximation at k = 6 vs erfc", 10 ** log10_tail(6), math.erfc(6 / 
 check("P(|Z| > 96) in float64", p_beyond(96), 0.0)
 check("...its log10", log10_tail(96), -2003.3, abs=0.1)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # So nothing is cut. This torch version draws from the normal and redraws only the values
 # outside `[a, b]`; with nothing outside, the notes' call returns *exactly* the plain normal
 # draw from the same seed. Its largest weight in a 1024 × 1024 matrix is near 5σ, as for
 # any million normal draws, and 0.27% of the weights lie beyond 3σ.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 torch.manual_seed(0)
 w_notes = nn.init.trunc_normal_(torch.empty(D, D), std=std, a=-3, b=3)
 torch.manual_seed(0)
@@ -649,7 +671,7 @@ check("max |w| between 4σ and 6σ (nowhere near the 96σ bound)", 4 < max_sigma
 check("weights beyond 3σ: about P(|Z| > 3) * 1024**2", n_beyond, p_beyond(3) * D**2, rel=0.05)
 check("sample std / std", rounded(w_notes.std().item() / std, 4), 1.0, rel=2e-3)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The correct call scales the bounds: `a=-3 * std, b=3 * std`. From the same seed, it
 # redraws exactly the 0.27% of positions that were beyond 3σ, and every weight ends up
 # within ±3σ.
@@ -661,7 +683,7 @@ check("sample std / std", rounded(w_notes.std().item() / std, 4), 1.0, rel=2e-3)
 # so at $a = 3$ the std shrinks by the factor $\sqrt{1 - 6\varphi(3)/\mathrm{erf}(3/\sqrt2)}
 # = 0.9866$. The sample agrees:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 torch.manual_seed(0)
 w_right = nn.init.trunc_normal_(torch.empty(D, D), std=std, a=-3 * std, b=3 * std)
 z_right = w_right / std
@@ -677,7 +699,7 @@ check("sample std / std (correct call)", rounded(w_right.std().item() / std, 4),
       rel=2e-3)
 check("...clearly below the untruncated 1", w_right.std().item() / std < 0.99, True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The `init_weight` cell of §5.1 makes the correct call: from the same seed it returns the
 # same matrix bit for bit.
 
@@ -685,7 +707,7 @@ check("...clearly below the untruncated 1", w_right.std().item() / std < 0.99, T
 torch.manual_seed(0)
 check("init_weight(1024, 1024) == the correct call", torch.equal(init_weight(D, D), w_right), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The price of the cut: 0.9866 per layer
 #
 # With the correct call, $\mathrm{Var}(W) = 0.9733 / d_\text{in}$, not $1 / d_\text{in}$, so
@@ -695,7 +717,7 @@ check("init_weight(1024, 1024) == the correct call", torch.equal(init_weight(D, 
 # before cutting (and cut at ±3 times the new std); in a Transformer, normalisation layers
 # and residual connections (Lecture 3) absorb a constant factor like this.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 torch.manual_seed(0)
 one_layer = Linear(D, D)
 x = torch.randn(256, D)
@@ -714,12 +736,13 @@ with torch.no_grad():
 check("Cruncher (init_weight), RMS after 50 layers: near 0.51, not 1",
       0.35 < trunc_rms[-1] < 0.7, True)
 
+# %% caption="Output RMS through 50 linear layers: init_weight's \u00b13\u03c3 cut follows 0.9866 ** layer instead of staying at 1." slideshow={"slide_type": "subslide"}
 plot_depth({"linear, std 1/sqrt(d) (from above)": (lin_s, "-"),
             "linear, init_weight (cut at ±3σ)": (trunc_rms, "-"),
             "0.9866 ** layer": ([SHRINK ** (L + 1) for L in range(DEPTH)], "k--")},
            "the ±3σ cut shrinks the std by 0.9866 per layer", ylim=(0.35, 1.3))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A layout trap in `torch.nn.init`
 #
 # `nn.init.kaiming_normal_`, `xavier_normal_` and friends compute the fan-in from the
@@ -729,7 +752,7 @@ plot_depth({"linear, std 1/sqrt(d) (from above)": (lin_s, "-"),
 # $1/\sqrt{16}$ instead of $1/\sqrt{1024}$: 8 times too large. `mode="fan_out"` reads
 # `shape[0]`, which for this layout is the true fan-in.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 torch.manual_seed(0)
 W_lecture = torch.empty(1024, 16)  # (d_in, d_out), the lecture's layout
 nn.init.kaiming_normal_(W_lecture, nonlinearity="linear")  # mode="fan_in" by default
@@ -740,7 +763,7 @@ check("...in units of the intended 1/sqrt(d_in)", rounded(W_lecture.std().item()
 nn.init.kaiming_normal_(W_lecture, mode="fan_out", nonlinearity="linear")
 check("with mode='fan_out': std", rounded(W_lecture.std().item()), 1 / math.sqrt(1024), rel=0.03)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember
 #
 # - `nn.Parameter` registers a tensor: it then appears in `parameters()` (trained),
@@ -753,91 +776,125 @@ check("with mode='fan_out': std", rounded(W_lecture.std().item()), 1 / math.sqrt
 # - `trunc_normal_`'s `a`, `b` are absolute: cut at `±3 * std`, and expect the std to
 #   shrink by 0.9866.
 # - `torch.nn.init` assumes the `(d_out, d_in)` layout: check the fan it reads.
-#
-# ## Exercises (from the self-test)
-#
-# Try each question before you expand the hidden solution cell below it; the answer is
-# written at the top of that cell.
-#
-# ### Q1 (the parameter half). What does a weight's gradient cost?
-#
-# Self-test Q1 asks why the backward pass costs about twice the forward pass (notebook 04
-# derives it). Here is the half that belongs to the parameters. Take `Linear(512, 256)` on a
-# batch of 64. How many FLOPs does the forward pass cost? The weight gradient
-# $\nabla_W = x^\top \nabla_y$? The input gradient $\nabla_x = \nabla_y W^\top$? What is
-# backward / forward for a layer whose input is raw data (no gradient needed), and for a
-# hidden layer? Count with `count_flops` and check $\nabla_W$ by hand.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
-# Answer. Forward: one (64 x 512) @ (512 x 256) matmul, 2 * 64 * 512 * 256 = 16.8M FLOPs.
-# grad_W = x.T @ grad_y is a (512 x 64) @ (64 x 256) matmul: the same 16.8M, and its result
-# has W's shape. grad_x = grad_y @ W.T is (64 x 256) @ (256 x 512): 16.8M again. So a layer
-# fed raw data (its input needs no grad) has backward == forward, and a hidden layer has
-# backward == 2 x forward. Per parameter and per token that is 2 FLOPs forward + 2 for its
-# gradient + 2 to pass the gradient on: the 6 of 6ND. (In a language model even the first
-# matmul needs grad_x, because its input comes from the trainable embedding table.)
-B, DI, DO = 64, 512, 256
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Read the five bullets aloud; each one maps to a slide above.
+# - Ask the room: which of the three channels does a forgotten `Parameter` miss? (All three.)
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Exercises
+#
+# Fill in the `...` in each exercise cell, then run it and the check cell below it: the check
+# says "not answered yet", right, or not right yet, without giving the answer away. Expand the
+# hidden solution cell only after you have tried.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Give the room two minutes for E5.1 (pure counting), then run its check cell live.
+# - E5.2 reuses the 0.9866 from the truncation slide; E5.3 is a prediction, then the table.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### E5.1 What does each channel hold for `ScaledLinear(1024, 4096)`?
+#
+# Take the `ScaledLinear` of the `register_buffer` slide with $d_\text{in} = 1024$,
+# $d_\text{out} = 4096$, in fp32. How many numbers does the optimizer update? How many bytes
+# does a checkpoint of its `state_dict()` hold? And after `.to(torch.bfloat16)`, how many
+# bytes do all its registered tensors (parameters and buffers) take?
+
+# %% tags=["exercise"]
+e5_1_trained = ...  # numbers in parameters()
+e5_1_saved_bytes = ...  # bytes in state_dict(), fp32
+e5_1_bf16_bytes = ...  # bytes of every parameter and buffer after .to(torch.bfloat16)
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+check_answer("E5.1 numbers the optimizer updates", e5_1_trained, 4_194_304)
+check_answer("E5.1 state_dict() bytes in fp32", e5_1_saved_bytes, 16_793_600)
+check_answer("E5.1 bytes of all registered tensors in bf16", e5_1_bf16_bytes, 8_404_992)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
+# Answer. parameters() holds the weight only: 1024 * 4096 = 4,194,304 numbers. state_dict()
+# holds the weight and the persistent buffer `scale` (4096), 4 bytes each: 16,793,600 bytes;
+# the non-persistent `table` is left out. .to() converts every parameter and buffer, `table`
+# included: 2 bytes * (4,194,304 + 4096 + 4096) = 8,404,992 bytes.
 torch.manual_seed(0)
-lin_q1 = Linear(DI, DO)
-matmul = 2 * B * DI * DO
-x_data = torch.randn(B, DI)                       # raw data: no grad needed
-first = count_flops(lin_q1, x_data)
-check("forward FLOPs", first.forward, matmul)
-check("input without grad: backward (grad_W only)", first.backward, matmul)
+scaled_q = ScaledLinear(1024, 4096)
+e5_1_trained = sum(p.numel() for p in scaled_q.parameters())
+e5_1_saved_bytes = sum(tensor_bytes(t) for t in scaled_q.state_dict().values())
+scaled_q.to(torch.bfloat16)
+e5_1_bf16_bytes = sum(tensor_bytes(t) for t in [*scaled_q.parameters(), *scaled_q.buffers()])
+check("trained numbers = d_in * d_out", e5_1_trained, 1024 * 4096)
+check("state_dict bytes = 4 * (d_in * d_out + d_out)", e5_1_saved_bytes, 4 * (1024 * 4096 + 4096))
+check("bf16 bytes = 2 * (d_in * d_out + 2 * d_out)", e5_1_bf16_bytes, 2 * (1024 * 4096 + 2 * 4096))
+check_answer("E5.1 numbers the optimizer updates", e5_1_trained, 4_194_304)
+check_answer("E5.1 state_dict() bytes in fp32", e5_1_saved_bytes, 16_793_600)
+check_answer("E5.1 bytes of all registered tensors in bf16", e5_1_bf16_bytes, 8_404_992)
 
-grad_W = lin_q1.weight.grad.clone()               # count_flops ran (x @ W).sum().backward()
-check("grad_W == x.T @ grad_y (grad_y = ones)", grad_W, x_data.T @ torch.ones(B, DO),
-      rel=1e-5, abs=1e-4)
-check("grad_W has W's shape", grad_W.shape, lin_q1.weight.shape)
-
-lin_q1.weight.grad = None
-hidden = count_flops(lin_q1, x_data.clone().requires_grad_())  # like a hidden layer's input
-check("hidden layer: backward (grad_W + grad_x)", hidden.backward, 2 * matmul)
-check("backward / forward: input without grad, hidden layer",
-      (first.backward / first.forward, hidden.backward / hidden.forward), (1.0, 2.0))
-
-# %% [markdown]
-# ### Q. Which std keeps the variance constant at $d_\text{in} = 4096$?
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### E5.2 Which std keeps the variance constant at $d_\text{in} = 4096$?
 #
 # Give the weight std that keeps $\mathrm{E}[y^2] = \mathrm{E}[x^2]$ for one layer with
 # $d_\text{in} = 4096$ and $x \sim N(0, 1)$: (a) for `y = x @ W`; (b) for `y = relu(x) @ W`;
-# (c) for (a) with `init_weight`'s ±3σ truncation, keeping the variance exact. Check each
-# with one sampled layer.
+# (c) for (a) with `init_weight`'s ±3σ truncation, keeping the variance exact. Three
+# significant figures are enough.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% tags=["exercise"]
+e5_2_std_a = ...  # weight std for y = x @ W
+e5_2_std_b = ...  # weight std for y = relu(x) @ W
+e5_2_std_c = ...  # std to draw with before the ±3σ cut, so that (a) holds after it
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+check_answer("E5.2 (a) std", e5_2_std_a, 0.015625, rel=5e-3)
+check_answer("E5.2 (b) std", e5_2_std_b, 0.0220971, rel=5e-3)
+check_answer("E5.2 (c) std", e5_2_std_c, 0.0158375, rel=5e-3)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. (a) Var(y) = d_in * Var(x) * Var(W) = 1 needs std 1/sqrt(4096) = 1/64 = 0.0156.
 # (b) relu(x) keeps half of E[x^2], so Var(W) must double: sqrt(2/4096) = 0.0221 (Kaiming).
 # (c) the ±3σ cut multiplies the std by 0.9866, so draw with std (1/64) / 0.9866 = 0.01584
 # and cut at ±3 times that.
 D_Q = 4096
-std_a, std_b, std_c = 1 / math.sqrt(D_Q), math.sqrt(2 / D_Q), 1 / (math.sqrt(D_Q) * SHRINK)
-check("(a) std", std_a, 0.015625)
-check("(b) std", std_b, 0.0221, rel=1e-3)
-check("(c) std", std_c, 0.01584, rel=1e-3)
+e5_2_std_a, e5_2_std_b, e5_2_std_c = 1 / math.sqrt(D_Q), math.sqrt(2 / D_Q), 1 / (math.sqrt(D_Q) * SHRINK)
+check("(a) std", e5_2_std_a, 0.015625)
+check("(b) std", e5_2_std_b, 0.0221, rel=1e-3)
+check("(c) std", e5_2_std_c, 0.01584, rel=1e-3)
 
 g = torch.Generator().manual_seed(0)
 x_q = torch.randn(256, D_Q, generator=g, dtype=torch.float64)
-W_a = std_a * torch.randn(D_Q, 256, generator=g, dtype=torch.float64)
-W_b = std_b * torch.randn(D_Q, 256, generator=g, dtype=torch.float64)
+W_a = e5_2_std_a * torch.randn(D_Q, 256, generator=g, dtype=torch.float64)
+W_b = e5_2_std_b * torch.randn(D_Q, 256, generator=g, dtype=torch.float64)
 torch.manual_seed(0)
-W_c = nn.init.trunc_normal_(torch.empty(D_Q, 256, dtype=torch.float64), std=std_c,
-                            a=-3 * std_c, b=3 * std_c)
+W_c = nn.init.trunc_normal_(torch.empty(D_Q, 256, dtype=torch.float64), std=e5_2_std_c,
+                            a=-3 * e5_2_std_c, b=3 * e5_2_std_c)
 check("(a) E[y^2] with y = x @ W", rounded((x_q @ W_a).pow(2).mean().item()), 1.0, rel=0.05)
 check("(b) E[y^2] with y = relu(x) @ W", rounded((F.relu(x_q) @ W_b).pow(2).mean().item()), 1.0,
       rel=0.05)
 check("(c) E[y^2], truncated with the corrected std", rounded((x_q @ W_c).pow(2).mean().item()),
       1.0, rel=0.05)
-check("(c) ...and every weight within ±3 of its std", W_c.abs().max().item() <= 3 * std_c, True)
+check("(c) ...and every weight within ±3 of its std", W_c.abs().max().item() <= 3 * e5_2_std_c, True)
+check_answer("E5.2 (a) std", e5_2_std_a, 0.015625, rel=5e-3)
+check_answer("E5.2 (b) std", e5_2_std_b, 0.0220971, rel=5e-3)
+check_answer("E5.2 (c) std", e5_2_std_c, 0.0158375, rel=5e-3)
 
-# %% [markdown]
-# ### Q. Which tensors does each channel see?
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### E5.3 Which tensors does each channel see?
 #
-# A module holds six things: a `Parameter`, a plain tensor, a persistent buffer, a
-# non-persistent buffer, a `Linear` inside a Python list, and a `Linear` inside an
-# `nn.ModuleList`. For each, is it in `parameters()` (trained)? In `state_dict()`
-# (checkpointed)? Converted by `.to(torch.float64)`? Predict, then build the module and check.
+# A module holds six things: (a) a `Parameter`, (b) a plain tensor, (c) a persistent
+# buffer, (d) a non-persistent buffer, (e) a `Linear` inside a Python list, and (f) a
+# `Linear` inside an `nn.ModuleList`. Which are in `parameters()` (trained)? Which in
+# `state_dict()` (checkpointed)? Which are converted by `.to(torch.float64)`? Answer each
+# with the letters in order, e.g. `"abc"`; predict, then build the module and check.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% tags=["exercise"]
+e5_3_trained = ...  # letters of the tensors in parameters(), e.g. "abc"
+e5_3_saved = ...  # letters of the tensors in state_dict()
+e5_3_converted = ...  # letters of the tensors that .to(torch.float64) converts
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+check_answer("E5.3 trained", e5_3_trained, "af")
+check_answer("E5.3 saved", e5_3_saved, "acf")
+check_answer("E5.3 converted", e5_3_converted, "acdf")
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. Parameter: all three. Plain tensor: none. Persistent buffer: checkpointed and
 # converted, not trained. Non-persistent buffer: converted only. A Linear in a Python list:
 # none (the module never sees it). A Linear in an nn.ModuleList: all three, like a Parameter.
@@ -879,3 +936,9 @@ EXPECTED = {  # (trained, saved, converted)
 }
 for name, expected in EXPECTED.items():
     check(f"{name}: trained, saved, converted", seen[name], expected)
+letters = dict(zip(EXPECTED, "abcdef", strict=True))
+e5_3_trained, e5_3_saved, e5_3_converted = (
+    "".join(letters[name] for name in EXPECTED if seen[name][k]) for k in range(3))
+check_answer("E5.3 trained", e5_3_trained, "af")
+check_answer("E5.3 saved", e5_3_saved, "acf")
+check_answer("E5.3 converted", e5_3_converted, "acdf")
