@@ -1,182 +1,189 @@
-"""Check the built site and slide decks as a reader would: in a headless Chromium.
+"""Check the built site and slide decks as a reader would see them: in headless Chromium, offline.
 
 Usage: python scripts/check_pages.py [--site build/site] [--slides build/slides]
-(`make site-check`). Every page is loaded from a file:// URL with the network switched
-off (CDN scripts fail fast, as they would offline) and the DOM after JavaScript ran is
-checked: the page has its notebook's title, every figure is a real, non-blank PNG (as
-many as the notebook stores), tracebacks appear exactly for the notebook's deliberate
-errors (cells tagged raises-exception), and every link between pages resolves. Two
-screenshots (the index and one deck) go to build/ for a human to look at. One line per
-page; exit 1 on any failure, 2 if Chromium is missing.
+(`make site-check`). Every HTML page under --site (folders starting with `_` hold
+assets and are skipped) and under --slides is opened from a file:// URL by Playwright
+in the system Chromium. Every request that is not a local file is blocked and is a
+failure (the pages must work with the network off), and so is a local file that is
+missing. After MathJax has finished, each page must have:
+- no math left unrendered in its visible text (`$...$`, `$$`, `\\(`, `\\[`) outside code;
+- no output of an exercise solution (a cell tagged `solution`) visible before a click;
+- every image decoded and with alt text; every local link and #anchor resolving.
+Each deck (`*.slides.html`) must also initialise reveal.js (`Reveal.isReady()`), and
+every slide, visited with `Reveal.slide(h, v)`, must fit 1280x720 (content that scrolls
+inside a box with overflow:auto fits by design) with its math rendered.
+Screenshots of one page and one deck slide go to build/screenshots/.
+Prints `ok` per page or one `FAIL` line per problem; exit 0 if all pass, 1 on any
+failure, 2 if Chromium or Playwright is missing.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
-import binascii
 import html
-import io
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
+from urllib.request import url2pathname
 
 import matplotlib.image
-import nbformat
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from build_site import notebook_title, parse_readme_map  # noqa: E402
-from build_slides import prepare_for_slides  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
+WIDTH, HEIGHT = 1280, 720
+CHROMIUM = "/usr/bin/chromium"
 INSTALL_HINT = ("chromium not found: install it with "
                 "`apt-get update && apt-get install -y chromium` (Debian/Ubuntu), then rerun")
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--hide-scrollbars",
-    # Offline by construction: every host name fails at once, so a CDN script is
-    # simply missing (as on a plane) and nothing waits on the network.
-    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost",
-]
-MIN_SIDE = 100  # a figure smaller than this (pixels) is not a real plot
-IMG = re.compile(r"<img\b[^>]*?\bsrc=\"([^\"]*)\"", re.IGNORECASE)
-STDERR_OUT = 'data-mime-type="application/vnd.jupyter.stderr"'
-TRACEBACK = "Traceback (most recent call last)"
-TAG = re.compile(r"<[^>]+>")
+# nbconvert's stand-in when a figure has no description: not alt text.
+PLACEHOLDER_ALT = "No description has been provided for this image"
+ID = re.compile(r"""\b(?:id|name)=["']([^"']*)["']""")
+
+# In-page helpers shared by the checks below (plain DOM, no page library assumed).
+JS_HELPERS = r"""
+const SKIP = 'pre, code, script, style, textarea, kbd, samp, aside.notes, .tex2jax_ignore, '
+           + '.MathJax, .MathJax_Display, .MathJax_Preview, .MathJax_CHTML, mjx-container, '
+           + '[class*="highlight"]';
+const RAW_MATH = /\$\$|\\\(|\\\[|\$[^$\s][^$]*\$/;
+// Rendered for the reader: not display:none, not visibility:hidden, not in a closed <details>.
+function shown(el) {
+  return el.checkVisibility({visibilityProperty: true, contentVisibilityAuto: true})
+    && el.getClientRects().length > 0;
+}
+// Text blocks under root that still show TeX delimiters.
+function rawMath(root) {
+  const byBlock = new Map();
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const p = n.parentElement;
+    if (!p || p.closest(SKIP) || !shown(p)) continue;
+    const block = p.closest('p, li, td, th, h1, h2, h3, h4, h5, h6, dd, dt, figcaption, blockquote') || p;
+    byBlock.set(block, (byBlock.get(block) || '') + n.data);
+  }
+  const found = [];
+  for (const text of byBlock.values()) {
+    const m = text.match(RAW_MATH);
+    if (m) {
+      const at = Math.max(0, m.index - 20);
+      found.push(text.slice(at, m.index + m[0].length + 20).replace(/\s+/g, ' ').trim());
+    }
+  }
+  return found;
+}
+async function mathDone() {
+  const mj = window.MathJax;
+  if (!mj) return;
+  if (mj.Hub && mj.Hub.Queue) {                       // MathJax 2
+    await new Promise(resolve => mj.Hub.Queue(resolve));
+  } else if (mj.startup && mj.startup.promise) {      // MathJax 3
+    await mj.startup.promise;
+    if (mj.typesetPromise) await mj.typesetPromise();
+  }
+}
+function label(el) {
+  const h = el.querySelector('h1, h2, h3, h4, h5, h6');
+  return ((h || el).textContent || '').replace(/¶/g, '').replace(/\s+/g, ' ').trim().slice(0, 50);
+}
+"""
+
+JS_PAGE = JS_HELPERS + r"""
+async () => {
+  // A MathJax 3 config object is in place before the library itself has loaded.
+  for (let i = 0; i < 50 && window.MathJax && !MathJax.Hub && !MathJax.startup; i++) {
+    await new Promise(r => setTimeout(r, 100));
+  }
+  await mathDone();
+  const images = [];
+  for (const img of document.images) {
+    img.loading = 'eager';
+    const ok = await img.decode().then(() => img.naturalWidth > 0, () => false);
+    images.push({src: img.getAttribute('src') || '', alt: img.getAttribute('alt'), ok});
+  }
+  const solutions = [];
+  for (const cell of document.querySelectorAll('[class*="tag_solution"]')) {
+    const outs = cell.querySelectorAll('.jp-OutputArea-output, .cell_output, .output_area, .output');
+    if ([...outs].some(o => shown(o) && o.getBoundingClientRect().height > 0)) {
+      solutions.push(label(cell) || (cell.innerText || '').trim().slice(0, 50));
+    }
+  }
+  const links = [...document.querySelectorAll('a[href]')].map(a => a.href)
+    .filter(h => h.startsWith('file:'));
+  const ids = [...document.querySelectorAll('[id], a[name]')].map(e => e.id || e.name);
+  return {raw: rawMath(document.body), images, solutions, links, ids,
+          isDeck: !!document.querySelector('.reveal .slides')};
+}
+"""
+
+JS_SLIDES = JS_HELPERS + r"""
+async ([width, height]) => {
+  Reveal.configure({transition: 'none', backgroundTransition: 'none'});
+  const slides = [];
+  const stacks = Reveal.getHorizontalSlides();
+  for (let h = 0; h < stacks.length; h++) {
+    const count = Math.max(1, stacks[h].querySelectorAll(':scope > section').length);
+    for (let v = 0; v < count; v++) {
+      Reveal.slide(h, v);
+      await mathDone();
+      const s = Reveal.getCurrentSlide();
+      // scrollHeight/Width: the laid-out content, unscaled; a box with overflow:auto
+      // counts with its own size, not its content's.
+      slides.push({h, v, title: label(s), w: s.scrollWidth, h_px: s.scrollHeight,
+                   raw: rawMath(s)});
+    }
+  }
+  Reveal.slide(0, 0);
+  return slides;
+}
+"""
 
 
 @dataclass
-class Expected:
-    """What a reader should see for one notebook, read off the .ipynb."""
-
-    title: str
-    figures: int
-    errors: list[str]  # ename of each deliberate error output, in order
-    problems: list[str] = field(default_factory=list)  # errors in untagged cells
+class Report:
+    """What one page or deck showed: ``problems`` empty means it passed."""
+    label: str
+    problems: list[str] = field(default_factory=list)
+    detail: str = ""
 
 
-def expected_from_notebook(nb: nbformat.NotebookNode) -> Expected:
-    """Title, number of PNG figures and deliberate errors stored in ``nb``."""
-    figures, errors, problems = 0, [], []
-    for i, cell in enumerate(nb.cells):
-        for out in cell.get("outputs", []):
-            if "image/png" in out.get("data", {}):
-                figures += 1
-            if out.get("output_type") == "error":
-                if "raises-exception" in cell.metadata.get("tags", []):
-                    errors.append(out["ename"])
-                else:
-                    problems.append(f"cell {i} stores an error ({out['ename']}) "
-                                    "but is not tagged raises-exception")
-    return Expected(notebook_title(nb), figures, errors, problems)
+def anchors_in(path: Path) -> set[str]:
+    """Every id (and a name=) in an HTML file, raw and percent-decoded."""
+    ids = {html.unescape(i) for i in ID.findall(path.read_text(encoding="utf-8", errors="replace"))}
+    return ids | {unquote(i) for i in ids}
 
 
-def deck_expected(nb: nbformat.NotebookNode) -> Expected:
-    """What the slide deck of ``nb`` should show: its cells minus the skipped ones."""
-    deck = prepare_for_slides(nb)
-    deck.cells = [c for c in deck.cells if c.metadata["slideshow"]["slide_type"] != "skip"]
-    return expected_from_notebook(deck)
-
-
-def tracebacks(dom: str) -> list[str]:
-    """Plain text of every stderr output in ``dom`` that shows a Python traceback."""
-    found = []
-    for chunk in dom.split(STDERR_OUT)[1:]:
-        text = html.unescape(TAG.sub("", chunk.split("</pre>", 1)[0]))
-        if TRACEBACK in text:
-            found.append(text)
-    return found
-
-
-def image_problem(data: bytes) -> str | None:
-    """Why ``data`` is not a real figure (None if it is one): not a PNG, tiny or blank."""
-    try:
-        pixels = matplotlib.image.imread(io.BytesIO(data), format="png")
-    except Exception as err:  # any decoder failure means a broken figure
-        return f"cannot decode PNG ({type(err).__name__})"
-    if pixels.ndim < 2 or min(pixels.shape[:2]) < MIN_SIDE:
-        return f"figure too small: {pixels.shape[1]}x{pixels.shape[0]} px"
-    if np.ptp(pixels.reshape(-1, *pixels.shape[2:]), axis=0).max() == 0:
-        return "figure is one uniform colour (blank)"
-    return None
-
-
-def figure_problems(dom: str) -> tuple[int, list[str]]:
-    """Count inline PNG figures in ``dom`` and say what is wrong with any image."""
-    count, problems = 0, []
-    for src in IMG.findall(dom):
-        src = html.unescape(src)
-        if not src.startswith("data:"):
-            problems.append(f"image not inline (page not self-contained): {src[:80]}")
-            continue
-        header, _, payload = src.partition(",")
-        if not header.startswith("data:image/png;base64"):
-            continue  # e.g. an inline SVG icon: not a figure
-        count += 1
-        try:
-            data = base64.b64decode(payload, validate=True)
-        except (binascii.Error, ValueError):
-            problems.append(f"figure {count}: data URI is not valid base64")
-            continue
-        why = image_problem(data)
-        if why:
-            problems.append(f"figure {count}: {why}")
-    return count, problems
-
-
-def page_problems(dom: str, want: Expected) -> tuple[int, list[str]]:
-    """Everything a reader would find wrong on one rendered notebook page (or deck)."""
-    problems = list(want.problems)
-    if len(dom) < 1000 or "<body" not in dom:
-        return 0, problems + ["page did not load (DOM empty)"]
-    if html.escape(want.title, quote=False) not in dom:
-        problems.append(f"title {want.title!r} not on the page")
-    figures, fig_problems = figure_problems(dom)
-    problems += fig_problems
-    if figures != want.figures:
-        problems.append(f"{figures} figures shown, the notebook stores {want.figures}")
-    shown = tracebacks(dom)
-    if len(shown) != len(want.errors):
-        problems.append(f"{len(shown)} tracebacks shown, expected {len(want.errors)} "
-                        f"(deliberate: {', '.join(want.errors) or 'none'})")
-    else:
-        for text, ename in zip(shown, want.errors, strict=True):
-            if ename not in text:
-                problems.append(f"traceback does not name the expected {ename}")
-    return figures, problems
-
-
-def link_problems(dom: str, page: Path) -> list[str]:
-    """Links from ``page`` to other local pages (and their #anchors) that do not resolve."""
+def link_problems(links: list[str], page: Path, page_ids: list[str]) -> list[str]:
+    """Local links from ``page`` (absolute file: URLs) whose file or #anchor is missing."""
     problems = []
-    for href in re.findall(r'<a\b[^>]*?\bhref="([^"#:]+\.html)(#[^"]*)?"', dom):
-        target, anchor = href
-        path = page.parent / unquote(target)
-        if not path.is_file():
-            problems.append(f"broken link to {target}")
-        elif anchor and f'id="{anchor[1:]}"' not in path.read_text(encoding="utf-8"):
-            problems.append(f"link {target}{anchor}: no such anchor")
-    return sorted(set(problems))
+    here = set(page_ids) | {unquote(i) for i in page_ids}
+    for url in dict.fromkeys(links):
+        parts = urlsplit(url)
+        target = Path(url2pathname(parts.path))
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.exists():
+            problems.append(f"broken link to {unquote(parts.path)}")
+            continue
+        anchor = parts.fragment
+        # "#/2/1" is a reveal.js route to a slide, not an element id.
+        if not anchor or anchor.startswith("/") or target.suffix.lower() not in (".html", ".htm"):
+            continue
+        ids = here if target.resolve() == page.resolve() else anchors_in(target)
+        if anchor not in ids and unquote(anchor) not in ids:
+            problems.append(f"link to {target.name}#{anchor}: no such anchor")
+    return problems
 
 
-def nav_problems(dom: str, index: int, total: int) -> list[str]:
-    """The prev/next bar: the first page has no previous link, the last no next one."""
+def image_problems(images: list[dict]) -> list[str]:
     problems = []
-    prevs = len(re.findall(r'<a\b[^>]*\brel="prev"', dom))
-    nexts = len(re.findall(r'<a\b[^>]*\brel="next"', dom))
-    if prevs != (0 if index == 0 else 2):
-        problems.append(f"{prevs} 'previous' links (top and bottom bars expected)")
-    if nexts != (0 if index == total - 1 else 2):
-        problems.append(f"{nexts} 'next' links (top and bottom bars expected)")
+    for i, img in enumerate(images, 1):
+        src = img["src"] if not img["src"].startswith("data:") else img["src"][:30] + "..."
+        if not img["ok"]:
+            problems.append(f"image {i} ({src}) does not load or decode")
+        alt = (img["alt"] or "").strip()
+        if not alt or alt == PLACEHOLDER_ALT:
+            problems.append(f"image {i} ({src}) has no alt text")
     return problems
 
 
@@ -191,139 +198,148 @@ def screen_problem(png: Path) -> str | None:
     return None
 
 
-class Chromium:
-    """Headless Chromium, a fresh profile per call."""
+class Checker:
+    """One headless Chromium (Playwright), offline, reused for every page."""
 
-    def __init__(self, binary: str, timeout: float = 90) -> None:
-        self.binary, self.timeout = binary, timeout
+    def __init__(self, chromium: str = CHROMIUM, timeout_s: float = 15) -> None:
+        from playwright.sync_api import sync_playwright
 
-    def _run(self, *args: str) -> str:
-        with tempfile.TemporaryDirectory(prefix="check-pages-") as profile:
-            done = subprocess.run([self.binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
-                                   *args], capture_output=True, text=True,
-                                  timeout=self.timeout, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"chromium exited {done.returncode}: {done.stderr[-300:]}")
-        return done.stdout
+        self._pw = sync_playwright().start()
+        self.browser = self._pw.chromium.launch(executable_path=chromium)
+        self.timeout_ms = timeout_s * 1000
 
-    def dom(self, path: Path) -> str:
-        return self._run("--dump-dom", path.resolve().as_uri())
+    def close(self) -> None:
+        self.browser.close()
+        self._pw.stop()
 
-    def screenshot(self, path: Path, png: Path, size: str = "1280,2000") -> None:
-        png.unlink(missing_ok=True)
-        self._run(f"--screenshot={png.resolve()}", f"--window-size={size}",
-                  path.resolve().as_uri())
+    def __enter__(self) -> Checker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def check(self, path: Path, label: str | None = None, screenshot: Path | None = None) -> Report:
+        """Open ``path`` offline and report what is wrong with it. A deck is walked
+        slide by slide; ``screenshot`` (a deck's second slide, or the page) is saved."""
+        report = Report(label or path.name)
+        context = self.browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
+        network: list[str] = []
+        missing: list[str] = []
+        errors: list[str] = []
+
+        def route(r):  # only local files: anything else is what a CDN would serve
+            if r.request.url.startswith("file:"):
+                r.continue_()
+            else:
+                network.append(r.request.url)
+                r.abort("internetdisconnected")
+
+        context.route("**/*", route)
+        page = context.new_page()
+        page.set_default_timeout(self.timeout_ms)
+        page.on("requestfailed", lambda r: missing.append(r.url) if r.url.startswith("file:") else None)
+        page.on("pageerror", lambda e: errors.append(str(e).splitlines()[0][:120]))
+        try:
+            page.goto(path.resolve().as_uri(), wait_until="load")
+            found = page.evaluate(JS_PAGE)
+            problems = report.problems
+            problems += [f"network request to {u}" for u in dict.fromkeys(network)]
+            problems += [f"missing file {unquote(urlsplit(u).path)}" for u in dict.fromkeys(missing)]
+            problems += [f"JavaScript error: {e}" for e in dict.fromkeys(errors)]
+            problems += [f"unrendered math: '{t}'" for t in found["raw"]]
+            problems += [f"solution output visible without a click: '{s}'" for s in found["solutions"]]
+            problems += image_problems(found["images"])
+            problems += link_problems(found["links"], path, found["ids"])
+            report.detail = f"{len(found['images'])} images, {len(found['links'])} local links"
+            if found["isDeck"]:
+                self._check_deck(page, report)
+            if screenshot is not None:
+                if found["isDeck"]:  # the first slide after the title
+                    page.evaluate("() => window.Reveal && Reveal.isReady() && Reveal.slide(1, 0)")
+                    page.wait_for_timeout(300)
+                screenshot.parent.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(screenshot))
+                why = screen_problem(screenshot)
+                if why:
+                    report.problems.append(why)
+        except Exception as err:  # a page that hangs or crashes is one failure, not a traceback
+            report.problems.append(f"{type(err).__name__}: {str(err).splitlines()[0][:200]}")
+        finally:
+            context.close()
+        return report
+
+    def _check_deck(self, page, report: Report) -> None:
+        try:
+            page.wait_for_function("() => window.Reveal && Reveal.isReady && Reveal.isReady()",
+                                   timeout=self.timeout_ms)
+        except Exception:
+            report.problems.append("Reveal not initialised (reveal.js missing or failed)")
+            return
+        slides = page.evaluate(JS_SLIDES, [WIDTH, HEIGHT])
+        for s in slides:
+            where = f"slide {s['h'] + 1}.{s['v'] + 1} '{s['title']}'"
+            if s["w"] > WIDTH or s["h_px"] > HEIGHT:
+                report.problems.append(f"{where} overflows: {s['w']}x{s['h_px']} px > {WIDTH}x{HEIGHT}")
+            report.problems += [f"{where}: unrendered math: '{t}'" for t in s["raw"]]
+        report.detail += f", {len(slides)} slides"
 
 
-def find_chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+def pages_under(folder: Path) -> list[Path]:
+    """HTML pages under ``folder``, skipping asset folders (`_static`, `_sources`, ...)."""
+    return sorted(p for p in folder.rglob("*.html")
+                  if not any(part.startswith(("_", ".")) for part in p.relative_to(folder).parts[:-1]))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--site", type=Path, default=Path("build/site"))
     parser.add_argument("--slides", type=Path, default=Path("build/slides"))
-    parser.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
-    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
-    parser.add_argument("--shots", type=Path, default=Path("build"),
-                        help="folder for the two screenshots")
-    parser.add_argument("--jobs", type=int, default=4)
+    parser.add_argument("--shots", type=Path, default=Path("build/screenshots"),
+                        help="folder for the screenshots of one page and one deck slide")
+    parser.add_argument("--chromium", default=CHROMIUM)
+    parser.add_argument("--timeout", type=float, default=15, help="seconds per page")
     args = parser.parse_args(argv)
-    binary = find_chromium()
-    if binary is None:
+    chromium = args.chromium if Path(args.chromium).is_file() else shutil.which("chromium")
+    if not chromium:
         print(INSTALL_HINT)
         return 2
-    browser = Chromium(binary)
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        print("playwright not installed: run `make setup` (it is in the dev extra), then rerun")
+        return 2
     start = time.perf_counter()
-
-    sources = sorted(args.notebooks.glob("[0-9][0-9]_*.ipynb"))
-    nbs = {p.stem: nbformat.read(p, as_version=4) for p in sources}
-    # (label, file, expected, kind): kind "page", "deck" or "index"
-    jobs: list[tuple[str, Path, Expected | None, str]] = []
-    for stem, nb in nbs.items():
-        jobs.append((f"{stem}.html", args.site / f"{stem}.html", expected_from_notebook(nb), "page"))
-    for stem, nb in nbs.items():
-        want = deck_expected(nb)
-        jobs.append((f"{stem}.slides.html", args.slides / f"{stem}.slides.html", want, "deck"))
-    jobs.append(("index.html", args.site / "index.html", None, "index"))
-
-    def load(job: tuple[str, Path, Expected | None, str]) -> str | Exception:
-        path = job[1]
-        if not path.is_file():
-            return FileNotFoundError(f"{path} missing (run make site slides)")
-        try:
-            return browser.dom(path)
-        except Exception as err:  # report it on the page's line
-            return err
-
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        doms = list(pool.map(load, jobs))
-
-    failed = 0
-    pages = [j for j in jobs if j[3] == "page"]
-    for (label, path, want, kind), dom in zip(jobs, doms, strict=True):
-        if isinstance(dom, Exception):
-            problems, detail = [f"{type(dom).__name__}: {dom}"], ""
-        elif kind == "index":
-            rows = parse_readme_map(args.readme.read_text(encoding="utf-8"))
-            problems = link_problems(dom, path)
-            listed = re.findall(r'<ol class="lectures">(.*?)</ol>', dom, re.S)
-            links = re.findall(r'href="([^"]+\.html)"', listed[0]) if listed else []
-            if links != [f"{s}.html" for s in nbs]:
-                problems.append(f"lecture list is {links}, expected the {len(nbs)} notebooks in order")
-            for stem, nb in nbs.items():
-                if html.escape(notebook_title(nb), quote=False) not in dom:
-                    problems.append(f"title of {stem} missing")
-            shown = dom.count("<tr><td>")
-            if shown != len(rows):
-                problems.append(f"map shows {shown} rows, README has {len(rows)}")
-            detail = f"{len(links)} lectures, {shown} map rows"
-        else:
-            assert want is not None
-            figures, problems = page_problems(dom, want)
-            problems += link_problems(dom, path)
-            if kind == "page":
-                i = [j[0] for j in pages].index(label)
-                problems += nav_problems(dom, i, len(pages))
-                extra = ""
-            else:
-                slides = dom.count("<section")
-                extra = f", {slides} slides"
-                if slides <= 5:
-                    problems.append(f"only {slides} <section> slides (need more than 5)")
-            errs = len(want.errors)
-            detail = (f"{figures} figure{'s' * (figures != 1)}, {errs} expected "
-                      f"error{'s' * (errs != 1)}{extra}")
-        if problems:
-            failed += 1
-            print(f"FAIL {label}: " + "; ".join(problems))
-        else:
-            print(f"ok   {label}: {detail}")
-
-    shots = [(args.site / "index.html", args.shots / "site-index.png")]
-    decks = sorted(args.slides.glob("*.slides.html"))
+    jobs: list[tuple[Path, str]] = []
+    empty = 0  # folders without pages
+    for folder, what in ((args.site, "site"), (args.slides, "slides")):
+        found = pages_under(folder) if folder.is_dir() else []
+        if not found:
+            print(f"FAIL {folder}: no HTML pages (run make {what})")
+            empty += 1
+        jobs += [(p, f"{what}/{p.relative_to(folder).as_posix()}") for p in found]
+    # One screenshot of a page (the site's index) and one of a deck's first content slide.
+    pages = [j for j in jobs if not j[0].name.endswith(".slides.html")]
+    decks = [j for j in jobs if j[0].name.endswith(".slides.html")]
+    shots = {}
+    if pages:
+        first = next((j for j in pages if j[0].name == "index.html"), pages[0])
+        shots[first[0]] = args.shots / "page.png"
     if decks:
-        shots.append((decks[0], args.shots / "slides-first-deck.png"))
-    args.shots.mkdir(parents=True, exist_ok=True)
-    for page, png in shots:
-        try:
-            browser.screenshot(page, png)
-            why = screen_problem(png)
-        except Exception as err:  # report and go on
-            why = f"{type(err).__name__}: {err}"
-        if why:
-            failed += 1
-            print(f"FAIL screenshot {png.name}: {why}")
-        else:
-            print(f"ok   screenshot {png}")
-
-    total = len(jobs) + len(shots)
-    print(f"{total - failed}/{total} checks passed in {time.perf_counter() - start:.1f} s")
-    return 1 if failed else 0
+        shots[decks[0][0]] = args.shots / "deck-slide.png"
+    failed = 0
+    with Checker(chromium, args.timeout) as checker:
+        for path, label in jobs:
+            report = checker.check(path, label, shots.get(path))
+            if report.problems:
+                failed += 1
+                for problem in report.problems:
+                    print(f"FAIL {label}: {problem}")
+            else:
+                print(f"ok   {label}: {report.detail}")
+    for png in shots.values():
+        print(f"screenshot {png}")
+    print(f"{len(jobs) - failed}/{len(jobs)} pages passed in {time.perf_counter() - start:.1f} s")
+    return 1 if failed or empty else 0
 
 
 if __name__ == "__main__":
