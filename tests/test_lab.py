@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -95,14 +96,24 @@ def lab(tmp_path_factory):
             time.sleep(0.2)
 
 
+def _dry_run_lab(cwd, *prefix) -> str:
+    return subprocess.run([*prefix, "make", "--dry-run", "--always-make", "lab"], cwd=cwd,
+                          capture_output=True, text=True, check=True).stdout
+
+
 def test_allow_root_is_passed_as_root_and_only_then():
-    def lab_command(*prefix):
-        return subprocess.run([*prefix, "make", "--dry-run", "--always-make", "lab"], cwd=ROOT,
-                              capture_output=True, text=True, check=True).stdout
-    assert ("--allow-root" in lab_command()) == (os.geteuid() == 0)
-    if os.geteuid() == 0 and shutil.which("setpriv"):
-        nobody = lab_command("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups")
-        assert "jupyter lab" in nobody and "--allow-root" not in nobody
+    assert ("--allow-root" in _dry_run_lab(ROOT)) == (os.geteuid() == 0)
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return
+    # The same Makefile run by an unprivileged user, from a folder that user can read (the
+    # checkout may sit under /root).
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o755)
+        shutil.copy(ROOT / "Makefile", tmp)
+        for prerequisite in ("pyproject.toml", "constraints.txt"):
+            Path(tmp, prerequisite).touch()
+        nobody = _dry_run_lab(tmp, "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups")
+    assert "jupyter lab" in nobody and "--allow-root" not in nobody
 
 
 def test_lab_lists_the_project_kernel_and_exactly_the_notebooks(lab):
