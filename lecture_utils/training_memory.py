@@ -175,3 +175,69 @@ def measure_training_memory(model: nn.Module, inputs: torch.Tensor, optimizer: t
     return TrainingMemory(params=sum(tensor_bytes(p) for p in params),
                           grads=sum(tensor_bytes(p.grad) for p in params if p.grad is not None),
                           optimizer_state=state, activations=activations)
+
+
+@dataclass(frozen=True)
+class GPTStepMemory:
+    """Bytes of one fp32 training step of ``models.GPT`` with ``F.cross_entropy`` (the Trainer's),
+    by kind. ``activations`` is what autograd saves (what :func:`saved_tensor_bytes` measures);
+    ``peak`` is the most alive at once, reached in the loss's backward."""
+
+    params: int
+    grads: int
+    optimizer_state: int
+    activations_per_layer: int  # one Block's saved tensors
+    n_layers: int
+    activations_outside_layers: int  # token ids, positions, final LayerNorm, output layer's input
+    loss_saved: int  # F.cross_entropy's log-probabilities (N x V), its targets and a scalar
+    logits_buffers: int  # the two other N x V tensors alive in the loss's backward
+
+    @property
+    def activations(self) -> int:
+        return self.n_layers * self.activations_per_layer + self.activations_outside_layers + self.loss_saved
+
+    @property
+    def peak(self) -> int:
+        """Parameters, optimizer state, every saved tensor and the three N x V buffers of the loss's
+        backward (the saved log-probabilities, the gradient flowing in, the logits' gradient).
+        No parameter gradient exists yet then: ``zero_grad(set_to_none=True)`` freed them."""
+        return self.params + self.optimizer_state + self.activations + self.logits_buffers
+
+    @property
+    def step_growth(self) -> int:
+        """The peak above what stays allocated between steps (parameters, state, gradients)."""
+        return self.peak - (self.params + self.optimizer_state + self.grads)
+
+
+def gpt_step_memory(cfg, batch: int, seq_len: int | None = None, *, optimizer: str = "adamw") -> GPTStepMemory:
+    """Predict :class:`GPTStepMemory` for ``models.GPT(cfg)`` on ``batch`` sequences of ``seq_len``
+    tokens (default: the config's), in fp32, from the model's code:
+
+    per Block (N = batch x seq_len tokens, D = d_model, F = d_ff, H = heads), each LayerNorm
+    saves its input (N x D) and a mean and a reciprocal std (N each); each Linear its input
+    (N x D, or N x F for the MLP's down projection); the qkv output (3 N x D) is saved once,
+    as q, k and v are views of it; GELU saves its input (N x F). Attention then adds, for
+    ``"sdpa"``, its output (which the output projection saves too: the same storage) and a
+    log-sum-exp per row (batch x H x seq_len); for ``"math"``, the softmax's output
+    (batch x H x seq_len x seq_len), the causal mask's storage (cfg.seq_len^2 bools) and the
+    output projection's input (N x D, a copy made by the head merge).
+    """
+    from lecture_utils.models import GPT  # models imports this package's modules: import late
+
+    batch = validate.integer(batch, "batch")
+    t = validate.integer(seq_len if seq_len is not None else cfg.seq_len, "seq_len")
+    n, d, f, h, v = batch * t, cfg.d_model, cfg.ff, cfg.n_heads, cfg.vocab_size
+    fp32, int64 = 4, 8
+    with torch.device("meta"):  # shapes only: no memory, even for the GPU config
+        state = predict_training_memory(GPT(cfg), optimizer=optimizer)
+    layer = (2 * (n * d + 2 * n)  # two LayerNorms: input, mean, rstd
+             + n * d + 3 * n * d + n * d  # qkv input, q/k/v storage, MLP up input
+             + 2 * n * f) * fp32  # GELU input and down-projection input
+    if cfg.attention == "sdpa":
+        layer += (n * d + batch * h * t) * fp32
+    else:
+        layer += (batch * h * t * t + n * d) * fp32 + cfg.seq_len ** 2
+    outside = n * int64 + t * int64 + (n * d + 2 * n + n * d) * fp32
+    return GPTStepMemory(params=state.params, grads=state.grads, optimizer_state=state.optimizer_state,
+                         activations_per_layer=layer, n_layers=cfg.n_layers, activations_outside_layers=outside,
+                         loss_saved=n * v * fp32 + n * int64 + fp32, logits_buffers=2 * n * v * fp32)

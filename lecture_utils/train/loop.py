@@ -162,7 +162,9 @@ class Trainer:
         self.precision = cfg.precision or ("bf16" if device.type == "cuda" else "fp32")
 
         seed_all(cfg.seed, cfg.deterministic)
-        self.model_cfg: GPTConfig = get_config(cfg.config, **(model_overrides or {}))
+        # SDPA attention: the Trainer's FLOPs come from the analytic count (transformer_flops), not from
+        # FlopCounterMode, so the fused kernel costs no accounting; the notebooks that count keep "math".
+        self.model_cfg: GPTConfig = get_config(cfg.config, **{"attention": "sdpa", **(model_overrides or {})})
         self.seq_len = cfg.seq_len or self.model_cfg.seq_len
         if self.seq_len > self.model_cfg.seq_len:
             raise ValueError(f"seq_len {self.seq_len} > the {cfg.config} model's {self.model_cfg.seq_len}")
@@ -256,6 +258,9 @@ class Trainer:
         extra = payload.get("extra") if isinstance(payload.get("extra"), dict) else {}
         path = self.out / CHECKPOINT
         saved_model, model = extra.get("config"), json.loads(json.dumps(dataclasses.asdict(self.model_cfg)))
+        if isinstance(saved_model, dict):  # math and SDPA attention compute the same model: either resumes
+            saved_model = {k: v for k, v in saved_model.items() if k != "attention"}
+            model.pop("attention")
         if isinstance(saved_model, dict) and json.loads(json.dumps(saved_model)) != model:
             diff = ", ".join(f"{k} {saved_model.get(k)} vs {v}" for k, v in model.items() if saved_model.get(k) != v)
             was = (extra.get("train") or {}).get("config", "?")
