@@ -5,9 +5,9 @@ Usage: python scripts/build_site.py [--out build/site] [--src build/site-src]
 
 Nothing is executed and notebooks/ is never modified: the Sphinx project in docs/site/
 is copied to --src together with display copies of the notebooks, in which
-- hidden solution cells (``jupyter.source_hidden`` or the tag ``solution``) get MyST-NB's
-  ``hide-cell`` tag, so code *and* output are collapsed behind a "Show solution" toggle
-  (``outputs_hidden`` alone collapses the output; ``hide-*`` tags pass through as they are);
+- solution cells (tag ``solution``) get MyST-NB's ``hide-cell`` tag, so code *and* output
+  are collapsed behind a "Show solution" toggle; other cells collapse what Lab hides
+  (``jupyter.source_hidden`` / ``outputs_hidden``); ``hide-*`` tags pass through as they are;
 - every cell with a figure gets alt text: the cell's caption (``metadata.caption`` or
   ``mystnb.figure.caption``), else the figure's title in the cell source, else the
   heading above it;
@@ -179,11 +179,14 @@ def display_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         tags = list(meta.get("tags", []))
         hidden = meta.get("jupyter", {})
         mystnb = meta.setdefault("mystnb", {})
-        if "solution" in tags or hidden.get("source_hidden"):
-            tags.append("hide-cell")  # code and output behind one toggle
-            if "solution" in tags:
-                mystnb.setdefault("code_prompt_show", "Show solution")
-                mystnb.setdefault("code_prompt_hide", "Hide solution")
+        if "solution" in tags:  # code and output behind one toggle, whatever Lab shows
+            tags.append("hide-cell")
+            mystnb.setdefault("code_prompt_show", "Show solution")
+            mystnb.setdefault("code_prompt_hide", "Hide solution")
+        elif hidden.get("source_hidden") and hidden.get("outputs_hidden"):
+            tags.append("hide-cell")
+        elif hidden.get("source_hidden"):  # e.g. an exercise's check: its verdict stays visible
+            tags.append("hide-input")
         elif hidden.get("outputs_hidden"):
             tags.append("hide-output")
         if tags:

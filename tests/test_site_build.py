@@ -8,6 +8,7 @@ import functools
 import re
 import shutil
 import sys
+import warnings
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -15,6 +16,7 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from sphinx.deprecation import RemovedInSphinx11Warning
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -39,12 +41,7 @@ def soup(path: Path) -> BeautifulSoup:
 
 
 def is_solution(cell) -> bool:
-    return cell.cell_type == "code" and ("solution" in cell.metadata.get("tags", [])
-                                         or cell.metadata.get("jupyter", {}).get("source_hidden", False))
-
-
-# The theme and MyST call Sphinx APIs that Sphinx 11 will drop: not this project's code.
-pytestmark = pytest.mark.filterwarnings("ignore::sphinx.deprecation.RemovedInSphinx11Warning")
+    return cell.cell_type == "code" and "solution" in cell.metadata.get("tags", [])
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +66,9 @@ def site(snapshot, notebooks, tmp_path_factory):
     before = {p: p.read_bytes() for p in notebooks}
     tmp = tmp_path_factory.mktemp("site")
     out = tmp / "site"
-    assert build_site.build_site(notebooks, out, tmp / "src", snapshot / "README.md", jobs="1") == 0
+    with warnings.catch_warnings():  # the theme and MyST use Sphinx APIs Sphinx 11 drops
+        warnings.simplefilter("ignore", RemovedInSphinx11Warning)
+        assert build_site.build_site(notebooks, out, tmp / "src", snapshot / "README.md", jobs="1") == 0
     assert {p: p.read_bytes() for p in notebooks} == before  # the build never writes its inputs
     return out
 
@@ -158,6 +157,12 @@ def test_every_figure_has_alt_text_and_every_output_figure_is_shown(pages):
             assert img.get("alt", "").strip(), f"{page_name(nb)}: {img}"
 
 
+def closed_details(element) -> bool:
+    """Whether ``element`` sits inside a <details> that starts closed."""
+    details = element.find_parent("details")
+    return details is not None and details.get("open") is None
+
+
 def test_solutions_are_collapsed_code_and_output(pages):
     total = 0
     for nb, page in pages.items():
@@ -168,11 +173,19 @@ def test_solutions_are_collapsed_code_and_output(pages):
         for div, cell in zip(shown, solutions, strict=True):
             parts = div.select(".cell_input") + div.select(".cell_output")
             assert len(parts) == 1 + bool(cell.outputs)
-            for part in parts:  # inside a <details> that starts closed
-                details = part.find_parent("details")
-                assert details is not None and details.get("open") is None, page_name(nb)
-                assert "solution" in details.summary.get_text().lower()
+            assert all(closed_details(part) for part in parts), page_name(nb)
+            assert "solution" in div.find("details").summary.get_text().lower()
         total += len(solutions)
+        # other cells hide what Lab hides: an exercise check's code, not its verdict
+        hidden_src = [c for c in cells if c.cell_type == "code" and not is_solution(c)
+                      and c.metadata.get("jupyter", {}).get("source_hidden")
+                      and not c.metadata.get("jupyter", {}).get("outputs_hidden")]
+        inputs = [div.select_one(".cell_input") for div in page.select("article div.cell")
+                  if "tag_solution" not in div["class"]]
+        assert sum(closed_details(i) for i in inputs if i is not None) == len(hidden_src)
+        for div in page.select("article div.cell"):
+            if "tag_solution" not in div["class"] and div.select_one(".cell_output"):
+                assert not closed_details(div.select_one(".cell_output"))
     assert total > 8  # every notebook ends with exercises
 
 
@@ -282,7 +295,7 @@ def test_display_copy_collapses_solutions_and_labels_figures():
         new_markdown_cell("## §1 Intro\n\nSee [below](#The-8-×-80-GB-question) and [x](#nowhere)."),
         new_markdown_cell("### The 8 × 80 GB question"),
         new_code_cell("answer()", metadata={"jupyter": {"source_hidden": True}, "tags": ["solution"]}),
-        new_code_cell("hidden()", metadata={"jupyter": {"source_hidden": True}}),
+        new_code_cell("check()", metadata={"jupyter": {"source_hidden": True}}),
         new_code_cell("out()", metadata={"jupyter": {"outputs_hidden": True}}),
         new_code_cell("raise X", metadata={"tags": ["raises-exception"]}),
         figure_cell('fig.suptitle(f"{n} steps")\nax.set_title("panel")'),  # no literal suptitle
@@ -291,6 +304,7 @@ def test_display_copy_collapses_solutions_and_labels_figures():
         figure_cell(mystnb={"figure": {"caption": "MyST-NB caption"}}),
         new_markdown_cell("### Figure: strides"),
         figure_cell(),
+        new_code_cell("both()", metadata={"jupyter": {"source_hidden": True, "outputs_hidden": True}}),
     ]
     cells[4].outputs = [new_output("display_data", data={
         "application/vnd.jupyter.widget-view+json": {"model_id": "x"}, "text/plain": "VBox(...)"})]
@@ -302,8 +316,9 @@ def test_display_copy_collapses_solutions_and_labels_figures():
     assert "[x](#nowhere)" in shown[0].source
     assert shown[2].metadata.tags == ["solution", "hide-cell"]
     assert shown[2].metadata.mystnb["code_prompt_show"] == "Show solution"
-    assert shown[3].metadata.tags == ["hide-cell"]
+    assert shown[3].metadata.tags == ["hide-input"]
     assert shown[4].metadata.tags == ["hide-output"]
+    assert shown[12].metadata.tags == ["hide-cell"]
     assert shown[4].outputs[0].data == {"text/markdown": build_site.WIDGET_NOTE}
     assert shown[5].metadata.tags == ["raises-exception"] and "mystnb" not in shown[5].metadata
     alts = [c.metadata.mystnb["image"]["alt"] for c in shown[6:10]] + \
