@@ -327,7 +327,9 @@ def _build(corpus_dir: Path, docs: list[str], out: Path, vocab_size: int, val_ev
             ids += enc.ids + [eot]
         result[split] = write_tokens(out / "tokens" / f"{split}.bin", np.array(ids),
                                      tok.get_vocab_size(), tokenizer="data/tokenizer.json",
-                                     documents=len(texts))
+                                     documents=len(texts),
+                                     # the text's size, so bytes per token needs no corpus (a wheel has none)
+                                     text_bytes=sum(len(text.encode("utf-8")) for text in texts))
         load_tokens(out / "tokens" / f"{split}.bin", vocab_size=tok.get_vocab_size())  # as written?
     if Tokenizer.from_file(str(out / "tokenizer.json")).get_vocab_size() != tok.get_vocab_size():
         raise ValueError(f"{out / 'tokenizer.json'}: does not read back as written")
