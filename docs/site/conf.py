@@ -41,4 +41,5 @@ html_theme_options = {
     "use_fullscreen_button": False,
     "show_toc_level": 2,           # the in-page toc shows the § sections and their ###
     "navigation_with_keys": False,
+    "navbar_persistent": [],       # one search box (the sidebar's), not a second in a header bar
 }
