@@ -12,7 +12,7 @@
 #     name: pytorch-resource-accounting
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 02 · dtypes and memory: what every number costs
 #
 # CS336 Lecture 2 asks, before any code is written, *will it fit?* This notebook
@@ -27,7 +27,7 @@
 #
 # A `✓` line is a checked claim; a `[measured]` line depends on the machine.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # > **Errata in the notes** (each is shown, with numbers, where linked)
 # >
 # > * "bf16 has the same dynamic range as fp32": the same *exponent* and smallest normal,
@@ -46,7 +46,7 @@
 from lecture_utils import setup
 device = setup()
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 import copy
 import math
 
@@ -54,7 +54,7 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
-from lecture_utils import check, cuda_only, measured
+from lecture_utils import check, check_answer, cuda_only, measured
 from lecture_utils.memory import (
     RECIPES,
     bytes_per_param,
@@ -67,7 +67,7 @@ from lecture_utils.memory import (
 )
 from lecture_utils.plots import plot_bit_layout
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §2 A tensor's memory is numel × bytes per element
 #
 # Parameters, gradients, optimizer state, batches and activations are all tensors, so
@@ -79,7 +79,12 @@ from lecture_utils.plots import plot_bit_layout
 # We check the formula three ways on a real tensor: `numel() * element_size()`,
 # the course helper `tensor_bytes`, and the size of the storage torch actually allocated.
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Say: every memory estimate starts from numel × bytes per element; a slice keeps its parent's whole storage alive.
+# - Run live: the 4 × 8 × 16 float32 tensor, then the one-row slice.
+# - Point at: the slice counts 512 bytes but keeps all 2048 alive.
+
+# %% slideshow={"slide_type": "subslide"}
 x = torch.zeros(4, 8, 16)  # float32 by default
 check("numel = 4 * 8 * 16", x.numel(), 512)
 check("bytes per float32 element", x.element_size(), 4)
@@ -87,7 +92,7 @@ check("numel * element_size", x.numel() * x.element_size(), 2048)
 check("tensor_bytes(x)", tensor_bytes(x), 2048)
 check("bytes torch allocated (storage)", x.untyped_storage().nbytes(), 2048)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # One caveat: the formula counts a tensor's *own* elements. A slice is a view
 # that shares its parent's storage, so holding on to a small slice keeps the whole
 # storage alive.
@@ -97,7 +102,7 @@ row = x[0]
 check("a slice counts its own elements", tensor_bytes(row), 8 * 16 * 4)
 check("...but keeps the whole storage alive", row.untyped_storage().nbytes(), 2048)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The same shape in other dtypes. Each allocation below is real, and its storage size
 # matches `tensor_bytes(shape, dtype)`, which is computed from the dtype alone.
 
@@ -107,7 +112,7 @@ for dt in (torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, to
     allocated = torch.empty(shape, dtype=dt).untyped_storage().nbytes()
     check(f"{str(dt).removeprefix('torch.'):<14} {shape}", allocated, tensor_bytes(shape, dt))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §2.1 The dtype sets the cost of every number
 #
 # A floating-point number has three fields: a **sign** bit, **exponent** bits that set
@@ -115,12 +120,18 @@ for dt in (torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, to
 # *precision* (how many significant digits it keeps). Lower precision saves memory and
 # bandwidth, but it narrows the range, the precision, or both. Which one gives way decides
 # whether training stays stable.
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Say: exponent bits buy range, mantissa bits buy precision; which one gives way decides whether training stays stable.
+# - Run live: the underflow and overflow cells (fp16 loses 1e-8, tops out at 65504; bf16 keeps both).
+# - Point at: bf16's eps = 1/128 against fp16's 1/1024, and the GPT-3 FFN weight in each dtype.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The table, computed
 #
 # `dtype_info` reads everything from `torch.finfo`, so nothing in this table was typed in:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 FLOATS = ["float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
 infos = {name: dtype_info(name) for name in FLOATS}
 
@@ -131,14 +142,14 @@ for name, i in infos.items():
     print(f"{name:<14} {layout:<13} {i.bytes:>5} {i.max:>10.5g} {i.smallest_normal:>16.4g} "
           f"{i.smallest_subnormal:>19.4g} {i.eps:>10.4g}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The role each dtype plays in training
 #
 # The notes' table has one more column: what each format is *for* in a training run.
 # Wider formats hold the numbers that accumulate many small changes; narrower ones feed
 # the matmuls, whose outputs are accumulated in fp32 inside the kernel.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 ROLE = {
     "float32": "master weights, optimizer state (Adam m, v), accumulation",
     "float16": "activations / matmul inputs under autocast, with loss scaling",
@@ -158,11 +169,11 @@ check("e4m3 trades range for precision vs e5m2 (mantissa bits, max)",
       (infos["float8_e4m3fn"].mantissa_bits, infos["float8_e5m2"].mantissa_bits,
        infos["float8_e4m3fn"].max < infos["float8_e5m2"].max), (3, 2, True))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Checked against the table in the notes: the bit layouts, the byte counts, and the three
 # maxima the notes quote.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 NOTES_LAYOUT = {  # (sign, exponent, mantissa, bytes) as the notes list them
     "float32": (1, 8, 23, 4),
     "float16": (1, 5, 10, 2),
@@ -178,7 +189,7 @@ check("float16 max", infos["float16"].max, 65504.0)
 check("float8_e4m3fn max", infos["float8_e4m3fn"].max, 448.0)
 check("float8_e5m2 max", infos["float8_e5m2"].max, 57344.0)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The notes say bf16 has "the same dynamic range as fp32". At the bottom of the *normal*
 # range that is exact, because both have 8 exponent bits. The largest value is 0.4% lower,
 # since bf16 has fewer mantissa bits to fill the top binade, and the subnormals stop far
@@ -190,7 +201,7 @@ f32, b16 = infos["float32"], infos["bfloat16"]
 check("bf16 smallest normal == fp32 smallest normal", b16.smallest_normal, f32.smallest_normal)
 check("bf16 max / fp32 max", b16.max / f32.max, 0.996, rel=1e-3)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### An independent oracle: cast real values
 #
 # The table comes from `finfo`, so let's test it without `finfo`. We cast numbers
@@ -201,7 +212,7 @@ check("bf16 max / fp32 max", b16.max / f32.max, 0.996, rel=1e-3)
 #   in the top binade), must overflow;
 # * the smallest subnormal must survive, and half of it must round to 0.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def cast(value, dt):
     """Store a Python float in dtype `dt` and read back the value actually stored."""
     return torch.tensor(value, dtype=dt).item()
@@ -226,7 +237,7 @@ for name, i in infos.items():
           i.smallest_subnormal)
     check(f"{name}: half the smallest subnormal -> 0", cast(i.smallest_subnormal / 2, dt), 0.0)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The overflow column has an exception. Four of the dtypes overflow to `inf`, but
 # **float8_e4m3fn stays at 448**. The `fn` in its name means "finite, NaN": the format has
 # no bit pattern for infinity, because it uses the top exponent for ordinary numbers to
@@ -236,7 +247,7 @@ for name, i in infos.items():
 # what a cast produces on overflow is a library choice, checked below for the pinned
 # version; the format itself never holds an `inf`.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 measured("torch version", torch.__version__)
 for name in ["float32", "float16", "bfloat16", "float8_e5m2"]:
     check(f"{name}: max + spacing -> inf", overflow[name], math.inf)
@@ -247,11 +258,11 @@ check("float8_e4m3fn: inf saturates to 448", cast(math.inf, e4m3), 448.0)
 check("float8_e4m3fn: -inf saturates to -448", cast(-math.inf, e4m3), -448.0)
 check("float8_e4m3fn: nan stays nan", math.isnan(cast(math.nan, e4m3)), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The small formats can also be checked exhaustively. A 16-bit dtype has only 65,536 bit
 # patterns and an 8-bit one has 256, so we decode every pattern and count:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 print(f"{'dtype':<14} {'patterns':>8} {'inf':>4} {'NaN':>5} {'largest finite':>15} "
       f"{'smallest > 0':>13}")
 every = {}
@@ -273,18 +284,18 @@ for name, (_, largest, smallest) in every.items():
           infos[name].smallest_subnormal)
 check("float8_e4m3fn has no inf pattern at all", every["float8_e4m3fn"][0], 0)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Where the bits go
 #
 # The five layouts drawn to scale. fp16 and bf16 both use 16 bits, and the difference
 # between them is where the bits after the sign go: fp16 puts more into the mantissa
 # (precision), bf16 into the exponent (range).
 
-# %%
+# %% caption="Bit layout of each floating-point dtype: sign, exponent and mantissa bits, fp32 down to fp8." slideshow={"slide_type": "subslide"}
 fig = plot_bit_layout(FLOATS)
 plt.show()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Here are the actual bits. We store a number in each dtype, view the same bytes as an
 # integer (`x.view(torch.int16)` and so on), and split the binary string into
 # sign | exponent | mantissa using `dtype_info`'s field widths. As a check, we decode the
@@ -294,7 +305,7 @@ plt.show()
 # compare the result with the value torch stored. If a field width were wrong, the decoded
 # value would not match.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32}
 
 
@@ -328,13 +339,13 @@ check("-1.5: exponent field == bias in every dtype",
       [int(bit_fields(-1.5, n)[1], 2) == 2 ** (infos[n].exponent_bits - 1) - 1 for n in FLOATS],
       [True] * 5)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The bits for -1.5 are the same in every dtype: sign 1, an exponent field equal to the
 # bias ($2^0$), and the mantissa `1000…` (binary 1.1 = 1.5). 0.1 has no exact binary form,
 # so each dtype keeps as many digits as its mantissa allows. e5m2 stores 0.09375,
 # which is 6% off.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Underflow: fp16 loses small numbers, bf16 keeps them
 #
 # The notes' first example is a value like 1e-8, the size of a small gradient:
@@ -350,7 +361,7 @@ rel_err = abs(tiny_bf16 - tiny) / tiny
 check("bf16 relative error of 1e-8", rel_err, 0.00117, rel=0.01)
 check("...within bf16's rounding bound eps/2", rel_err < infos["bfloat16"].eps / 2, True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **The notes overstate this.** They say fp16 "underflows below 6×10⁻⁵". But 6.1e-5 is
 # fp16's smallest *normal* number. Below it come the **subnormals**: the exponent stays at
 # its minimum and the implicit leading 1 becomes a 0, so smaller numbers still survive, but
@@ -359,7 +370,7 @@ check("...within bf16's rounding bound eps/2", rel_err < infos["bfloat16"].eps /
 # * 1e-6 survives, but with about 1% relative error, far worse than the 0.05% rounding bound ($\text{eps}/2$) for normal fp16 numbers;
 # * numbers become exactly 0 only at or below $2^{-25} \approx 2.98\times10^{-8}$, half the smallest subnormal. Just above that they round *up* to $5.96\times10^{-8}$, which is almost a 100% error.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 h = infos["float16"]
 print(f"{'value':>9} {'stored in fp16':>15} {'relative error':>15}")
 for value in (1e-4, 6.2e-5, 1e-6, 1e-7, 3.0e-8, 2.9e-8, 1e-8):
@@ -375,10 +386,11 @@ check("3.0e-8 rounds UP to the smallest subnormal", cast(3.0e-8, fp16), h.smalle
 check("2.9e-8 rounds to 0", cast(2.9e-8, fp16), 0.0)
 check("2**-25 (exact tie) rounds to even: 0", cast(2.0**-25, fp16), 0.0)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # (These casts run on the CPU, which implements subnormals. Hardware modes and kernels that
 # flush subnormals to zero for speed make the cutoff ~6e-5 after all.)
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Overflow: fp16 tops out at 65504
 #
 # Large values fail the other way. fp16 overflows to `inf` once rounding passes
@@ -392,7 +404,7 @@ check("70000 in fp16 -> inf", cast(70000.0, fp16), math.inf)
 check("70000 in bf16 -> 70144 (= 137 * 512)", cast(70000.0, bf16), 70144.0)
 check("bf16 relative error at 70000", (70144 - 70000) / 70000, 0.00206, rel=0.01)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Precision: what bf16 gives up
 #
 # bf16 has 7 mantissa bits, so `eps` (the gap between 1 and the next number) is
@@ -408,7 +420,7 @@ check("1 + 1/256 == 1 in bf16", (one + 1 / 256).item(), 1.0)
 check("1 + 0.003 == 1 in bf16", (one + 0.003).item(), 1.0)
 check("1 + 1/256 in fp16 (eps 1/1024) survives", cast(1 + 1 / 256, fp16), 1.00390625)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Rounding error across the whole range, in one picture
 #
 # The last few sections probed single values. Here every binade (each interval
@@ -419,7 +431,7 @@ check("1 + 1/256 in fp16 (eps 1/1024) survives", cast(1 + 1 / 256, fp16), 1.0039
 # down until values round to 0 (error 100%); past `max` the cast overflows to inf (drawn
 # at 100% too).
 
-# %%
+# %% caption="Worst relative rounding error against a value's magnitude for fp32, fp16 and bf16, with each dtype's eps/2 dotted." slideshow={"slide_type": "subslide"}
 K = torch.arange(-30, 21)                                   # binade exponents
 x64 = torch.logspace(-30, 21, 64 * len(K) + 1, base=2, dtype=torch.float64)[:-1]
 worst = {}
@@ -449,7 +461,7 @@ ax.tick_params(labelsize=12)
 fig.tight_layout()
 plt.show()
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def worst_at(name, k):
     """The worst relative error in binade [2**k, 2**(k+1))."""
     return worst[name][k - int(K[0])].item()
@@ -468,7 +480,7 @@ check("fp16 from 2^-25 down: 100% (rounds to 0 or to the smallest subnormal)",
       all(worst_at("float16", k) >= 0.5 for k in range(-30, -24)), True)
 check("fp16 at 2^16 and above: overflow (drawn as 100%)", worst_at("float16", 16), 1.0)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A real matrix: one GPT-3 FFN weight
 #
 # GPT-3 175B has $d_\text{model} = 12288$, and its feed-forward layer widens that to
@@ -478,7 +490,7 @@ check("fp16 at 2^16 and above: overflow (drawn as 100%)", worst_at("float16", 16
 # (spec sheets, the lecture) and **GiB** = 2³⁰ bytes (`nvidia-smi`, allocators). At this
 # scale they differ by 7%.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 shape = (12288, 49152)
 ffn_bytes = {}
 for dt in (torch.float32, torch.bfloat16):
@@ -494,7 +506,7 @@ check("fp32 ≈ 2.4 GB", ffn_bytes[torch.float32] / 1e9, 2.42, rel=0.01)
 check("bf16 ≈ 1.2 GB", ffn_bytes[torch.bfloat16] / 1e9, 1.21, rel=0.01)
 check("fp32 in GiB", ffn_bytes[torch.float32] / 2**30, 2.25)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # On a GPU the prediction can be set beside a real allocation: the caching allocator's
 # `memory_allocated()` must grow by exactly the predicted bytes (1,207,959,552 is a
 # multiple of the allocator's 512-byte rounding, so nothing is added). This cell runs on
@@ -512,7 +524,7 @@ if cuda_only(device, "allocating the bf16 FFN matrix for real"):
     del w_gpu
     torch.cuda.empty_cache()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §1.2 Bytes per parameter: how big a model can 8 H100s train?
 #
 # Training does not store each parameter once. It keeps the weight, its gradient and
@@ -522,7 +534,12 @@ if cuda_only(device, "allocating the bf16 FFN matrix for real"):
 #
 # Naive fp32 training with AdamW stores four fp32 numbers per parameter:
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Say: training keeps weight, gradient and optimizer state: 16 B/param for AdamW, in fp32 and in mixed precision alike.
+# - Run live: the measured AdamW state, then the 8 × 80 GB bar chart; move the calculator's sliders if time allows.
+# - Point at: 5B parameters on 8 replicated GPUs, 40B sharded, before any activation.
+
+# %% slideshow={"slide_type": "subslide"}
 def show_breakdown(recipe):
     parts = param_breakdown(recipe)
     print(recipe)
@@ -534,7 +551,7 @@ def show_breakdown(recipe):
 show_breakdown("fp32_adamw")
 check("fp32 AdamW: 4 + 4 + 4 + 4", tuple(param_breakdown("fp32_adamw").values()), (4, 4, 4, 4))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Mixed precision changes which numbers are bf16, but the total stays the same. It adds an
 # fp32 **master** copy of the weights, because updates as small as lr × gradient would
 # vanish in bf16's 7-bit mantissa (the `1 + 1/256 == 1` problem above):
@@ -544,7 +561,7 @@ show_breakdown("mixed_bf16_adamw")
 check("mixed bf16 AdamW: 2 + 2 + 4 + 4 + 4", tuple(param_breakdown("mixed_bf16_adamw").values()),
       (2, 2, 4, 4, 4))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # So **mixed precision saves compute time and activation memory, not optimizer
 # state**. An H100 SXM's dense bf16 tensor-core peak (989.5 TFLOP/s) is 2× its TF32
 # tensor-core peak (494.5) and about 15× its fp32 CUDA-core peak (67; §3.4). The 15× is
@@ -562,11 +579,11 @@ check("H100 SXM dense bf16 / TF32 (both tensor cores): 2x", h100_peaks["bf16"] /
 check("H100 SXM dense bf16 / fp32 (CUDA cores), 1 decimal", round(h100_peaks["bf16"] / h100_peaks["fp32"], 1), 14.8)
 check("torch's default fp32 matmul precision (no TF32)", torch.get_float32_matmul_precision(), "highest")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 #
 # Other optimizers keep fewer statistics:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 print(f"{'recipe':<20} {'bytes':<18} {'total':>5}   parts")
 for recipe in RECIPES:
     parts = param_breakdown(recipe)
@@ -577,7 +594,7 @@ EXPECTED_TOTALS = {"fp32_adamw": 16, "mixed_bf16_adamw": 16, "autocast_bf16_adam
 check("bytes / param for every recipe", {r: bytes_per_param(r) for r in RECIPES},
       EXPECTED_TOTALS)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Measured: what does torch's AdamW actually keep?
 #
 # The table is arithmetic. To test it, we build a small model, run one real AdamW step,
@@ -586,7 +603,7 @@ check("bytes / param for every recipe", {r: bytes_per_param(r) for r in RECIPES}
 # `check`. torch's AdamW also keeps a `step` counter per parameter *tensor*: a 0-d fp32
 # tensor of 4 bytes, independent of the tensor's size. We count it separately.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def training_bytes(params, optimizer):
     """Bytes of params, grads and optimizer state, grouped by what they are."""
     parts = {"weights": 0, "gradients": 0, "exp_avg": 0, "exp_avg_sq": 0, "step": 0}
@@ -614,7 +631,7 @@ check("optimizer state keys", sorted(optimizer.state[params[0]]), ["exp_avg", "e
 check("step counters: one 4-byte scalar per parameter tensor", parts["step"], 4 * len(params))
 check("everything else = 16 bytes * n_params", sum(parts.values()) - parts["step"], 16 * n_params)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Now the same check for the two mixed-precision recipes.
 #
 # * **`torch.autocast`** (what §8.3 of the notes shows) runs the matmuls in bf16, but the
@@ -628,7 +645,7 @@ check("everything else = 16 bytes * n_params", sum(parts.values()) - parts["step
 #   step and then freed. A system that kept a full fp32 gradient as well would pay 20 bytes
 #   per parameter; real implementations convert the gradients a bucket at a time.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 # autocast: bf16 compute, fp32 parameters and gradients
 check("autocast caches its weight casts by default (cache_enabled=True)", torch.is_autocast_cache_enabled(), True)
 model_ac = copy.deepcopy(model)
@@ -673,7 +690,7 @@ check("bf16 + fp32 master: measured per-param bytes", tuple(b / n_params for b i
 check("...matches the mixed_bf16_adamw recipe", sum(kept.values()),
       bytes_per_param("mixed_bf16_adamw") * n_params)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The 8 × 80 GB question
 #
 # With 16 bytes per parameter, how large a model can 8 H100s (80 GB each) train?
@@ -692,7 +709,7 @@ check("8 x 80 GB perfectly sharded: params", sharded, 40_000_000_000)
 check("mixed precision changes nothing",
       max_params_that_fit(H100, n_gpus=8, recipe="mixed_bf16_adamw", sharded=True), sharded)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # "80 GB" is marketing rounding. The notes take it as 80 × 10⁹ bytes, but the H100's
 # HBM is closer to 80 **GiB**, and `nvidia-smi` reports a bit less than that as usable.
 # Read as 80 GiB, the answer grows by 7%:
@@ -708,7 +725,7 @@ for label, mem in (("80 GB ", H100), ("80 GiB", H100_GIB)):
 check("80 GiB replicated", max_params_that_fit(H100_GIB, n_gpus=8), 5_368_709_120)
 check("80 GiB sharded", max_params_that_fit(H100_GIB, n_gpus=8, sharded=True), 42_949_672_960)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Both numbers are **upper bounds**, because the training state is not all that lives on a
 # GPU. These are not counted:
 #
@@ -719,14 +736,15 @@ check("80 GiB sharded", max_params_that_fit(H100_GIB, n_gpus=8, sharded=True), 4
 # * **allocator caching and fragmentation**: memory reserved but not usable.
 #
 # In practice the real limit is well below 5B replicated and 40B sharded.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Try it: a memory calculator
 #
 # Move the sliders to see the per-GPU training state for any size, recipe and GPU count.
 # Widgets need a live kernel; in a static view (GitHub, HTML export) the cell shows only
 # the widget's text description, so the same numbers follow as a printed table.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 from lecture_utils.memory import memory_calculator
 
 memory_calculator()
@@ -735,7 +753,7 @@ memory_calculator()
 # The static version: a 7B model with fp32 AdamW, per GPU, on 1 GPU, on 8 replicated
 # GPUs, and on 8 sharded GPUs.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 N = 7_000_000_000
 CONFIGS = {"1 GPU": (1, False), "8 GPUs replicated": (8, False), "8 GPUs sharded": (8, True)}
 tables = {label: dict(training_state_table(N, n_gpus=g, sharded=s, recipe="fp32_adamw"))
@@ -753,13 +771,13 @@ check("sharded: per-GPU total / 8", tables["8 GPUs sharded"]["total"], 16 * N //
 check("7B fits in 80 GB only when sharded", [t["total"] <= H100 for t in tables.values()],
       [False, False, True])
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The same numbers for every recipe, as a picture: per-GPU training state of the 7B model,
 # each bar stacked from the recipe's parts (bytes per parameter × 7B ÷ shards). On one GPU,
 # or replicated on eight, only plain SGD (8 B/param) gets under the 80 GB line; sharded
 # eight ways, every recipe does.
 
-# %%
+# %% caption="Training state per GPU for a 7B model by recipe, on 1 GPU, 8 replicated and 8 sharded, against 80 GB." slideshow={"slide_type": "subslide"}
 PART_COLORS = {}
 fig, axes = plt.subplots(1, 3, figsize=(14, 5.5), sharey=True)
 per_gpu_gb = {}
@@ -784,7 +802,7 @@ fig.suptitle("Training state per GPU by recipe, 7B model", fontsize=15)
 fig.tight_layout(rect=(0, 0, 0.86, 1))
 plt.show()
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 check("bars: fp32 AdamW on 1 GPU = 112 GB", per_gpu_gb["1 GPU", "fp32_adamw"], 112.0)
 check("bars: SGD (8 B/param) on 1 GPU = 56 GB, under the line",
       per_gpu_gb["1 GPU", "fp32_sgd"], 56.0)
@@ -794,7 +812,7 @@ check("bars: every recipe fits when sharded 8 ways (AdamW: 14 GB)",
       (all(per_gpu_gb["8 GPUs sharded", r] <= H100 / 1e9 for r in RECIPES),
        per_gpu_gb["8 GPUs sharded", "fp32_adamw"]), (True, 14.0))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember
 #
 # - Memory = numel × bytes per element; a slice keeps its parent's whole storage alive.
@@ -806,20 +824,44 @@ check("bars: every recipe fits when sharded 8 ways (AdamW: 14 GB)",
 # - AdamW training state is 16 B/param in fp32 *and* in mixed precision: mixed precision
 #   saves compute and activation memory, sharding saves optimizer state.
 # - 8 × 80 GB holds at most 5B parameters replicated, 40B sharded, before activations.
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Recap: memory = numel × bytes; bf16 keeps fp32's range, fp16 needs loss scaling; AdamW = 16 B/param.
+# - Ask the room: what does mixed precision save, if not optimizer state?
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises (from the self-test)
 #
-# Try each question before you expand the hidden solution cell below it; the answer is
-# written at the top of that cell.
-#
+# For each question: fill in the `...` in the exercise cell, run it and the check cell
+# under it (it says whether your answer is right, without giving it away), and expand the
+# hidden solution only after you have tried.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Give 3 minutes per question: fill in the `...`, run the check cell.
+# - Then expand the hidden solution live and point at the `✓ ... is right` lines.
+# - Point at: Q2, three gradients vanish in fp16 and none in bf16; Q3, 5B on one GPU, 40B on 8 sharded.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Q2. fp16 and bf16 are both 2 bytes. Why does bf16 training need no loss scaling?
 #
-# Show it with numbers: take gradients from 1e-10 to 1, store them in fp16 and in bf16,
-# and count how many vanish. Then apply fp16 *loss scaling*: multiply the loss, and with
-# it every gradient, by $2^{16}$ before the cast, and divide by $2^{16}$ again in fp32.
-# What does scaling rescue, and what new risk does it create?
+# Show it with numbers: take the 11 gradients 1e-10, 1e-9, ..., 1e-1, 1, store them in fp16
+# and in bf16, and count how many vanish. Then apply fp16 *loss scaling*: multiply the loss,
+# and with it every gradient, by $2^{16}$ before the cast, and divide by $2^{16}$ again in
+# fp32. What does scaling rescue, and what new risk does it create?
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% tags=["exercise"]
+q2_zeros_fp16 = ...  # how many of the 11 gradients become exactly 0 in fp16 (a count)
+q2_zeros_bf16 = ...  # how many become 0 in bf16 (a count)
+q2_rescued = ...  # how many of the fp16 zeros survive with loss scaling by 2**16 (a count)
+q2_one_scaled = ...  # what a gradient of 1.0, scaled by 2**16, becomes in fp16 (a float)
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+check_answer("Q2, gradients lost in fp16", q2_zeros_fp16, 3)
+check_answer("Q2, gradients lost in bf16", q2_zeros_bf16, 0)
+check_answer("Q2, gradients loss scaling rescues", q2_rescued, 3)
+check_answer("Q2, 1.0 x 2**16 in fp16", q2_one_scaled, math.inf)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. fp16 has 5 exponent bits: its normal range ends at 6.1e-5 and its subnormals
 # at 6e-8, so small gradients first lose precision and then become exactly 0. Loss scaling
 # shifts every gradient up into fp16's range and back down in fp32. But one fixed scale
@@ -851,13 +893,32 @@ check("1e-8, scaled and unscaled: relative error < fp16 eps",
       abs(cast(1e-8 * SCALE, fp16) / SCALE - 1e-8) / 1e-8 < infos["float16"].eps, True)
 check("...but a gradient of 1.0 now overflows: 65536 -> inf", cast(1.0 * SCALE, fp16), math.inf)
 
-# %% [markdown]
+q2_zeros_fp16, q2_zeros_bf16, q2_rescued = len(vanished_fp16), len(vanished_bf16), len(rescued)
+q2_one_scaled = cast(1.0 * SCALE, fp16)
+check_answer("Q2, gradients lost in fp16", q2_zeros_fp16, 3)
+check_answer("Q2, gradients lost in bf16", q2_zeros_bf16, 0)
+check_answer("Q2, gradients loss scaling rescues", q2_rescued, 3)
+check_answer("Q2, 1.0 x 2**16 in fp16", q2_one_scaled, math.inf)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Q3. How big a model fits in training state on one 80 GB H100 with naive fp32 AdamW? And on 8 with ZeRO (perfect sharding)?
 #
 # Work it out from the bytes per parameter, not from a helper. As a follow-up, suppose
 # you hold back 20% of each GPU for activations and buffers. What are the limits then?
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% tags=["exercise"]
+q3_one_gpu = ...  # parameters that fit on one 80 GB GPU (a count, e.g. 1e9)
+q3_eight_sharded = ...  # parameters that fit on 8 GPUs, perfectly sharded
+q3_one_gpu_80 = ...  # one GPU with 20% held back
+q3_eight_sharded_80 = ...  # 8 sharded GPUs with 20% held back
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+check_answer("Q3, one GPU (params)", q3_one_gpu, 5e9, rel=0.01)
+check_answer("Q3, 8 GPUs sharded (params)", q3_eight_sharded, 40e9, rel=0.01)
+check_answer("Q3, one GPU, 20% held back", q3_one_gpu_80, 4e9, rel=0.01)
+check_answer("Q3, 8 sharded, 20% held back", q3_eight_sharded_80, 32e9, rel=0.01)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. 16 bytes per parameter (4 + 4 + 4 + 4), so one 80 GB GPU holds
 # 80e9 / 16 = 5B parameters and 8 perfectly sharded GPUs hold 40B. Replication (plain data
 # parallel) leaves the limit at 5B however many GPUs you add. Both figures exclude
@@ -876,3 +937,11 @@ usable = 0.8 * 80e9  # 20% held back for activations and buffers
 check("with 20% held back, one GPU", max_params_that_fit(usable), 4_000_000_000)
 check("with 20% held back, 8 sharded", max_params_that_fit(usable, n_gpus=8, sharded=True),
       32_000_000_000)
+
+q3_one_gpu, q3_eight_sharded = one_gpu, eight_sharded
+q3_one_gpu_80 = max_params_that_fit(usable)
+q3_eight_sharded_80 = max_params_that_fit(usable, n_gpus=8, sharded=True)
+check_answer("Q3, one GPU (params)", q3_one_gpu, 5e9, rel=0.01)
+check_answer("Q3, 8 GPUs sharded (params)", q3_eight_sharded, 40e9, rel=0.01)
+check_answer("Q3, one GPU, 20% held back", q3_one_gpu_80, 4e9, rel=0.01)
+check_answer("Q3, 8 sharded, 20% held back", q3_eight_sharded_80, 32e9, rel=0.01)
