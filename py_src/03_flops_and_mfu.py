@@ -12,7 +12,7 @@
 #     name: pytorch-resource-accounting
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 03 · FLOPs and MFU: what every operation costs in time
 #
 # Notebook 02 asked *will it fit?* This one asks *how long will it take?* It covers §1.1
@@ -29,7 +29,7 @@
 # A `✓` line is a checked claim; a `[measured]` line depends on the machine. Cells that
 # need a GPU say so and are skipped elsewhere.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # > **Errata in the notes** (each is shown, with numbers, where linked)
 # >
 # > * NVIDIA's structured sparsity is **2:4** (two of every four weights zero), not "2:1"
@@ -47,7 +47,7 @@
 from lecture_utils import setup
 device = setup()
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -55,7 +55,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from lecture_utils import check, cuda_only, measured
+from lecture_utils import check, check_answer, cuda_only, measured
 from lecture_utils.bench import copy_bandwidth, matmul_flops_per_s, peak_flops, time_fn
 from lecture_utils.flops import (
     count_flops,
@@ -73,7 +73,7 @@ from lecture_utils.trace import OpLog
 
 ON_GPU = device.type == "cuda"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §1.1 The opening estimate: how long does a 70B model take to train?
 #
 # The lecture opens with napkin math. Take a model with $N = 70 \times 10^9$ parameters,
@@ -85,7 +85,12 @@ ON_GPU = device.type == "cuda"
 # `training_flops` splits that into the forward pass ($2ND$) and the backward pass
 # ($4ND$). Later notebooks import this cell from `lecture_utils.flops`:
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Say: 6ND = 6.3e24 FLOPs; divide by the *dense* peak × MFU × GPUs.
+# - Run live: the dense-versus-sparse cell (the spec sheet's headline is 2:4 sparse).
+# - Point at: 143.9 days on 1024 H100s at MFU 0.5.
+
+# %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/flops.py
 @dataclass(frozen=True)
 class TrainingFlops:
@@ -105,14 +110,14 @@ def training_flops(n_params, n_tokens) -> TrainingFlops:
     return TrainingFlops(forward=2 * n_params * n_tokens, backward=4 * n_params * n_tokens)
 
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 N, D = 70_000_000_000, 15_000_000_000_000  # integers keep the arithmetic exact
 C = training_flops(N, D)
 print(f"forward 2ND = {C.forward:.3g}, backward 4ND = {C.backward:.3g}, total 6ND = {C.total:.3g} FLOPs")
 check("6ND for 70B params x 15T tokens", C.total, 6_300_000_000_000_000_000_000_000)
 check("backward = 2 x forward", C.backward, 2 * C.forward)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Dense versus sparse: the spec sheet's headline figure is twice too high
 #
 # The H100 datasheet headlines **1979 TFLOP/s** for bf16. That figure assumes
@@ -128,7 +133,7 @@ print(f"{h100.name}: bf16 dense {h100.peak('bf16') / 1e12:g} TFLOP/s, "
 check("H100 dense bf16 peak (FLOP/s)", h100.peak("bf16"), 989.5e12)
 check("H100 sparse bf16 figure (FLOP/s)", h100.sparse_flops["bf16"], 1979e12)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### About 144 days
 #
 # No real training run reaches the peak: communication, memory traffic, kernel launches
@@ -136,7 +141,7 @@ check("H100 sparse bf16 figure (FLOP/s)", h100.sparse_flops["bf16"], 1979e12)
 # work is the **MFU** (model FLOPs utilisation, §3.4); 0.5 is already good. Here is the
 # notes' calculation, line for line, next to the course helper `training_days`:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 total_flops = 6 * 70e9 * 15e12          # 6.3e24 FLOPs
 h100_flop_per_sec = 1979e12 / 2         # 989.5 TFLOP/s (BF16 dense peak)
 mfu_guess = 0.5
@@ -150,13 +155,13 @@ check("notes' code == training_days", days, days_half, rel=1e-12)
 check("1024 H100s at MFU 0.5: days", days_half, 143.9, rel=1e-3)
 check("1024 H100s at MFU 1.0: days", days_full, 71.96, rel=1e-3)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **The trap.** Plug in the sparse 1979 by mistake and the same MFU 0.5 gives 72 days: a
 # plausible-looking number that is half the real time. The notes warn that the real time
 # is easily 2–4× the "ideal" estimate; the full 4× is exactly this pair of mistakes:
 # sparse peak *and* MFU 1.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def days_at(peak_flops_per_s, mfu_, n_gpus=1024):
     return C.total / (peak_flops_per_s * mfu_ * n_gpus) / 86_400
 
@@ -169,7 +174,7 @@ print(f"sparse peak, MFU 1.0: {days_paper:6.1f} days  <- the spec sheet's dream"
 check("sparse at MFU 0.5 == dense at MFU 1", days_sparse, days_full)
 check("the honest estimate / the dream", days_half / days_paper, 4.0, rel=1e-12)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §3.1 Elementwise operations: cheap arithmetic, expensive traffic
 #
 # The notes' example is
@@ -185,7 +190,12 @@ check("the honest estimate / the dream", days_half / days_paper, 4.0, rel=1e-12)
 # `count_flops` flags matmul-like ops that ran without a formula; elementwise ops are not
 # matmul-like, so nothing is flagged either:
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Say: `sin(x) + x*x` does 3 FLOPs per element but moves 28 bytes eagerly: memory-bound.
+# - Run live: the kernel trace (sin, mul, add) and the bytes per element.
+# - Point at: intensity 3/28 FLOP/byte; fusion cuts the traffic 3.5×.
+
+# %% slideshow={"slide_type": "subslide"}
 def sin_plus_square(x):
     return torch.sin(x) + x * x
 
@@ -197,7 +207,7 @@ check("...and nothing is flagged as uncounted", ew.uncounted_ops, ())
 
 FLOPS_PER_ELEMENT = 3  # our convention: sin, mul and add count one FLOP each
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Bytes.** The unavoidable traffic is to read `x` once and write `y` once: 4 + 4 = **8
 # bytes per element** in fp32. That is what a *fused* kernel (one pass over memory) moves.
 # Eager PyTorch does not fuse: every op is its own kernel that reads its inputs from memory
@@ -206,7 +216,7 @@ FLOPS_PER_ELEMENT = 3  # our convention: sin, mul and add count one FLOP each
 # `lecture_utils.trace`) logs every aten op that runs, with the bytes of its distinct input
 # tensors and of its output. (`x * x` passes the same tensor twice; a kernel reads it once.)
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 n = x_small.numel()
 with OpLog() as traffic:
     y_small = sin_plus_square(x_small)
@@ -220,7 +230,7 @@ check("eager traffic, bytes per element", eager_bytes / n, 28.0)
 check("fused minimum (read x, write y), bytes per element", (x_small.nbytes + y_small.nbytes) / n,
       8.0)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Arithmetic intensity** is FLOPs per byte moved. For this op it is tiny: 3/28 ≈ 0.11
 # FLOP/byte in eager mode, and still only 3/8 = 0.375 if fused. Kept as fractions, the
 # values are exact:
@@ -239,7 +249,7 @@ check("fusion cuts the traffic by", Fraction(EW_BYTES_EAGER, EW_BYTES_FUSED), Fr
 # element) and the achieved bandwidth (28 bytes per element). Sizes are chosen by device:
 # up to 4M elements on a CPU, up to 64M on a GPU.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 EW_SIZES = [2**20, 2**22, 2**24, 2**26] if ON_GPU else [2**16, 2**18, 2**20, 2**22]
 ew_points = []
 for size in EW_SIZES:
@@ -253,7 +263,7 @@ for size in EW_SIZES:
     ew_points.append((f"sin(x)+x*x, 2^{size.bit_length() - 1}", float(ew_intensity), rate))
 del x
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §3.2 Matrix multiplication is the main course
 #
 # For $Y = XW$ with $X \in \mathbb{R}^{B \times D}$ and $W \in \mathbb{R}^{D \times K}$, each
@@ -266,6 +276,11 @@ del x
 # computes $\nabla_X = \nabla_Y W^\top$ and $\nabla_W = X^\top \nabla_Y$: two matmuls of the
 # same size, $4BDK$ (self-test Q1).
 
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Say: a matmul is 2BDK FLOPs over O(n²) bytes, so its intensity grows like n/6.
+# - Run live: the roofline cell, and read which points sit left of the ridge.
+# - Point at: the ridge point; elementwise is far left, big matmuls touch the flat roof.
+
 # %%
 # @save lecture_utils/flops.py
 def matmul_flops(b, d, k):
@@ -273,7 +288,7 @@ def matmul_flops(b, d, k):
     return 2 * b * d * k
 
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 SHAPES = [(2, 3, 4), (64, 128, 32), (100, 7, 300), (512, 1024, 256)]
 for b, d, k in SHAPES:
     X = torch.randn(b, d, requires_grad=True)
@@ -288,7 +303,7 @@ check("(8x16x32) @ (32x64) == 2 * (8*16) * 32 * 64",
       count_flops(torch.matmul, X3, torch.randn(32, 64), backward=False).forward,
       matmul_flops(8 * 16, 32, 64))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Intensity of a matmul.** A square $n \times n$ fp32 matmul does $2n^3$ FLOPs and, at
 # the minimum, reads two $n \times n$ matrices and writes one: $3 \cdot 4n^2$ bytes. Its
 # intensity is $2n^3 / 12n^2 = n/6$ FLOP/byte, so it **grows with $n$**, while the
@@ -296,7 +311,7 @@ check("(8x16x32) @ (32x64) == 2 * (8*16) * 32 * 64",
 # minimum, since tiles are re-read from memory when they do not fit in cache, but the
 # growth with $n$ is what matters.)
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def matmul_intensity(n, bytes_per_element=4):
     return Fraction(matmul_flops(n, n, n), 3 * n * n * bytes_per_element)
 
@@ -311,7 +326,7 @@ check("n x n fp32 matmul: intensity == n/6", [matmul_intensity(s) for s in (64, 
 check("1024^3 matmul vs eager sin(x)+x*x: intensity ratio", matmul_intensity(1024) / ew_intensity,
       Fraction(14336, 9))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Measured: square fp32 matmuls of growing size, with `matmul_flops_per_s` (which also
 # times through `torch.utils.benchmark`). The sizes again depend on the device.
 
@@ -324,7 +339,7 @@ for size in MM_SIZES:
     measured("  achieved", rate / 1e9, "GFLOP/s", per_device=True)
     mm_points.append((f"matmul {size}", float(matmul_intensity(size)), rate))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The roofline
 #
 # A chip has two limits: it cannot compute faster than its **peak FLOP/s**, and it cannot
@@ -345,7 +360,7 @@ for size in MM_SIZES:
 # matmul timed a moment earlier can beat it (timing noise, turbo clocks), so on the CPU the
 # flat roof is raised to the best matmul point plotted, which makes it a roof.
 
-# %%
+# %% caption="Roofline: measured FLOP/s of the eager elementwise op and square matmuls against arithmetic intensity, under the memory and compute ceilings." slideshow={"slide_type": "subslide"}
 acc = detect(device)
 if acc is not None:
     roof_peak, roof_bw = acc.peak("fp32"), acc.hbm_bandwidth
@@ -368,7 +383,7 @@ fig = plot_roofline(ew_points + mm_points, roof_peak, roof_bw,
                     title=f"fp32 roofline on {device.type}: sin(x)+x*x (eager) and square matmuls")
 plt.show()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # How to read it:
 #
 # * The elementwise points all sit at 3/28 FLOP/byte, far left of the ridge: they are
@@ -381,7 +396,7 @@ plt.show()
 #   roof. Matmuls dominate the FLOPs, but not necessarily the *time*: elementwise ops, norms
 #   and softmax do few FLOPs yet each pays full memory traffic.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §3.3 A first-order estimate of training FLOPs: 6ND
 #
 # Forward, every parameter of a weight matrix takes part in one multiply-add per token: $2N$
@@ -394,7 +409,12 @@ plt.show()
 # attention, so every matmul is a visible `@`), one batch of 2 sequences of 128 tokens.
 # FLOP counts do not depend on the device, so this runs on the CPU everywhere:
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Say: forward 2ND, backward 4ND; 6ND leaves out attention.
+# - Run live: `transformer_flops` against `FlopCounterMode` on the small GPT.
+# - Point at: attention adds 15% for GPT-2 small at T = 1024 and 66% for a 70B shape at 32K.
+
+# %% slideshow={"slide_type": "subslide"}
 cfg = get_config("tiny")
 model = GPT(cfg)
 batch, seq = 2, cfg.seq_len
@@ -409,7 +429,7 @@ check("forward == transformer_flops x batch (exact)", counted.forward, exact_per
 check("backward == 2 x forward (exact)", counted.backward, 2 * counted.forward)
 check("no matmul went uncounted", counted.uncounted_ops, ())
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Now the approximation: $2N \times \text{tokens}$ with $N$ = the non-embedding parameters
 # (embedding lookups are not matmuls; the output layer is, and it is in $N$). It is close,
 # but not equal. Two things differ:
@@ -423,7 +443,7 @@ check("no matmul went uncounted", counted.uncounted_ops, ())
 #
 # Together these explain the gap exactly:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 N_tiny = n_params(model, non_embedding=True)
 ln_params = sum(p.numel() for m in model.modules() if isinstance(m, torch.nn.LayerNorm)
                 for p in m.parameters())
@@ -439,7 +459,7 @@ parts = transformer_flops_breakdown(**cfg.flops_kwargs(seq))
 check("attention term == QK^T + AV parts of the exact count",
       attention, batch * (parts["attention scores (QK^T)"] + parts["attention weighted sum (AV)"]))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Where the exact forward FLOPs of the tiny model go, per sequence. The vocabulary (8192) is
 # large next to $d_\text{model} = 64$, so the output layer dominates:
 
@@ -447,7 +467,7 @@ check("attention term == QK^T + AV parts of the exact count",
 for part, flops in parts.items():
     print(f"{part:<28} {flops:>12,}  {flops / exact_per_seq:6.1%}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A silent zero: fused attention on the CPU
 #
 # The same model with `attention="sdpa"` calls `F.scaled_dot_product_attention`, which on
@@ -456,7 +476,7 @@ for part, flops in parts.items():
 # zero and the total is too low. `count_flops` names the op in `uncounted_ops`, so the
 # number below is labelled as an undercount rather than silently trusted:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 model_sdpa = GPT(get_config("tiny", attention="sdpa"))
 model_sdpa.load_state_dict(model.state_dict())
 counted_sdpa = count_flops(model_sdpa, idx)
@@ -469,7 +489,7 @@ check("the missing forward FLOPs are exactly QK^T + AV", missing, attention)
 check("same outputs as math attention", torch.allclose(model_sdpa(idx), model(idx), atol=1e-5),
       True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # On CUDA, `FlopCounterMode` *does* have formulas for the fused attention kernels, so the
 # forward count is exact again. (Its backward formula also counts the recomputation of the
 # attention scores that fused kernels do, so the backward can come out a little above 2×
@@ -486,7 +506,7 @@ if cuda_only(device, "counting fused (sdpa) attention on CUDA"):
     assert gpu_counted.backward >= 2 * gpu_counted.forward
     del gpu_model
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The attention term that 6ND leaves out
 #
 # Per token and per layer, attention adds $4Td$ FLOPs to the forward pass, while the
@@ -505,7 +525,7 @@ if cuda_only(device, "counting fused (sdpa) attention on CUDA"):
 # (80 layers, $d = 8192$, 64 heads, vocabulary 32000; plain multi-head attention with a
 # $4d$ MLP, so $N$ = 64.7B rather than Llama's exact 70B).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 SHAPES_70B = {"n_layers": 80, "d_model": 8192, "n_heads": 64, "vocab_size": 32000, "d_ff": 32768}
 MODELS = {"GPT-2 small (gpu config)": {k: v for k, v in get_config("gpu").flops_kwargs().items()
                                        if k != "seq_len"},
@@ -534,7 +554,7 @@ check("GPT-2 small at its own T = 1024: ratio", float(ratios["GPT-2 small (gpu c
 check("70B-shaped at T = 4096: ratio", float(ratios["70B-shaped"][5]), 1.0830, rel=1e-4)
 check("70B-shaped at T = 32768: ratio", float(ratios["70B-shaped"][8]), 1.6640, rel=1e-4)
 
-# %%
+# %% caption="Exact forward FLOPs over 2NT against sequence length: the attention term grows linearly in T." slideshow={"slide_type": "subslide"}
 fig, ax = plt.subplots(figsize=(7.0, 3.5))
 for label, r in ratios.items():
     ax.plot(SEQ_LENS, [float(v) for v in r], "o-", label=label)
@@ -546,7 +566,7 @@ ax.legend(frameon=False)
 fig.tight_layout()
 plt.show()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The notes say the attention term is small "when the context is well below the model
 # width in order of magnitude" and must be added back "for long contexts (32K+)". The
 # checks above make that precise, and show it is looser than it sounds:
@@ -561,7 +581,7 @@ plt.show()
 #   blocks (FlashAttention) do about half the attention work, so the real extra is roughly
 #   half of what is plotted.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §3.4 FLOPs, FLOP/s and MFU
 #
 # Two words that look alike:
@@ -573,17 +593,22 @@ plt.show()
 #
 # Dividing an amount by a rate gives a time:
 
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Say: FLOPs are an amount, FLOP/s a rate; MFU = useful FLOP/s / dense peak of the dtype that ran.
+# - Run live: the measured matmul's MFU, then the tile-unfriendly shapes (8191, 4097).
+# - Point at: HFU flatters (recomputation counted); changing the dtype changes the denominator.
+
 # %%
 work = matmul_flops(8192, 8192, 8192)
 check("FLOPs of an 8192^3 matmul", work, 1_099_511_627_776)
 check("its time at the H100's dense bf16 peak (ms)", work / h100.peak("bf16") * 1e3, 1.111,
       rel=1e-3)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The notes' table of dense peaks, checked against the hardware table (which is built from
 # the vendors' datasheets):
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 NOTES_TABLE = {"A100": (19.5e12, 312e12), "H100": (67e12, 989.5e12)}  # (FP32, BF16), FLOP/s
 print(f"{'GPU':<14} {'FP32 TFLOP/s':>13} {'BF16 TFLOP/s':>13} {'BF16 / FP32':>12}")
 for gpu, (fp32, bf16) in NOTES_TABLE.items():
@@ -596,7 +621,7 @@ check("A100: BF16 / FP32", lookup("A100").peak("bf16") / lookup("A100").peak("fp
 check("H100: BF16 / FP32", h100.peak("bf16") / h100.peak("fp32"), 14.77, rel=1e-3)
 check("H100: the tensor-core fp32 mode (TF32) is 494.5 TFLOP/s, not 67", h100.peak("tf32"), 494.5e12)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The notes say the BF16 peak is **15–16×** the FP32 peak. That holds for the A100 (exactly
 # 16×); the H100 is slightly below the range, at **14.8×**. The FP32 column is the
 # CUDA-core rate; in between sits TF32 (fp32 tensors, tensor-core math with a 10-bit
@@ -604,7 +629,8 @@ check("H100: the tensor-core fp32 mode (TF32) is 494.5 TFLOP/s, not 67", h100.pe
 # notes:** their table labels the 67 TFLOP/s FP32 row "(tensor core)"; 67 is the CUDA-core
 # rate, and PyTorch uses it for fp32 matmuls by default
 # (`torch.get_float32_matmul_precision() == "highest"`, no TF32).
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### MFU of a measured matmul
 #
 # $$\text{MFU} = \frac{\text{achieved useful FLOP/s}}{\text{peak FLOP/s}}$$
@@ -616,7 +642,7 @@ check("H100: the tensor-core fp32 mode (TF32) is 494.5 TFLOP/s, not 67", h100.pe
 # timed at two sizes, because small shapes lower MFU (idle cores, fixed overheads weigh
 # more). On a GPU this cell adds TF32, the fp32 tensor-core mode.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 MFU_SIZES = (1024, 4096) if ON_GPU else (128, 512)
 MFU_DTYPES = ["fp32", "tf32", "bf16"] if ON_GPU else ["fp32", "bf16"]
 mfus, raw_mfus, rates_by_dtype = {}, {}, {}
@@ -644,12 +670,12 @@ if device.type == "cpu" and Path("/proc/cpuinfo").exists():
 check("every MFU against its own dtype's peak (as measured, or spec) is in (0, 3)",
       all(0 < v < 3 for v in raw_mfus.values()), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The timings taken so far, as one picture: achieved FLOP/s against matmul size, one line
 # per dtype (the fp32 sizes of §3.2 plus this cell's sizes; nothing is re-timed). Small
 # matmuls cannot keep the machine busy; the curves flatten as they approach the peak.
 
-# %%
+# %% caption="Measured matmul throughput against matrix size for each dtype on this machine." slideshow={"slide_type": "subslide"}
 for size, (_, _, rate) in zip(MM_SIZES, mm_points, strict=True):
     rates_by_dtype["fp32"][size] = max(rate, rates_by_dtype["fp32"].get(size, 0.0))
 fig, ax = plt.subplots(figsize=(10, 5))
@@ -668,12 +694,13 @@ plt.show()
 check("sizes plotted per dtype", {dt: len(v) for dt, v in rates_by_dtype.items()},
       {dt: (4 if dt == "fp32" else 2) for dt in MFU_DTYPES})
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # bf16 on a CPU is fast only where the CPU has bf16 matrix instructions (AVX-512 BF16,
 # AMX; run on a CPU, the line above says which this one has). Without them torch converts to fp32 and
 # back, and a bf16 matmul can run several times *slower* than fp32: no bf16 units, not a
 # bug. On a GPU bf16 is the fast path.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### MFU versus HFU
 #
 # MFU counts only the model's own FLOPs ($6ND$ per step). **HFU** (hardware FLOPs
@@ -682,7 +709,7 @@ check("sizes plotted per dtype", {dt: len(v) for dt, v in rates_by_dtype.items()
 # for the same step. Recomputation is not useful work: a run that recomputes is slower and
 # has a *lower* MFU, yet its HFU can look better. Compare runs by MFU (the notes' rule).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 n_ex, d_ex, peak_ex = 124e6, 0.5e6, h100.peak("bf16")  # 124M params, 0.5M tokens per step
 t_plain = 6 * n_ex * d_ex / (0.45 * peak_ex)  # a step at MFU 0.45 without recomputation
 t_ckpt = 1.25 * t_plain                       # the same step, recomputing the forward
@@ -694,7 +721,7 @@ check("MFU with recomputation (25% slower step)", mfu_ckpt, 0.36, rel=1e-12)
 check("HFU with recomputation = 4/3 x its MFU", hfu_ckpt, 0.48, rel=1e-12)
 check("HFU of the slower run exceeds the faster run's MFU", hfu_ckpt > mfu_plain, True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Changing the dtype changes the denominator
 #
 # The notes warn that switching to BF16 *raises the peak*, so the same code can report a
@@ -703,7 +730,7 @@ check("HFU of the slower run exceeds the faster run's MFU", hfu_ckpt > mfu_plain
 # moves from FP32 at 50 TFLOP/s to BF16 at 300 TFLOP/s trains **6× faster** while its MFU
 # drops from 0.75 to 0.30:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 check("400 TFLOP/s against the TF32 peak", 400e12 / h100.peak("tf32"), 0.8089, rel=1e-3)
 check("400 TFLOP/s against the BF16 peak", 400e12 / h100.peak("bf16"), 0.4042, rel=1e-3)
 fp32_job, bf16_job = 50e12, 300e12
@@ -711,7 +738,7 @@ check("fp32 job at 50 TFLOP/s: MFU", fp32_job / h100.peak("fp32"), 0.7463, rel=1
 check("bf16 job at 300 TFLOP/s: MFU", bf16_job / h100.peak("bf16"), 0.3032, rel=1e-3)
 check("...and it is this much faster", bf16_job / fp32_job, 6.0)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # So an MFU is only comparable to another MFU with the same dtype convention, and a paper's
 # MFU figure should always say which peak it divides by.
 #
@@ -732,7 +759,7 @@ if cuda_only(device, "the MFU of an 8192^3 bf16 matmul"):
         measured(f"MFU against the {gpu.name} dense bf16 peak", big_mfu, per_device=True)
         assert big_mfu >= 0.6, f"MFU {big_mfu:.2f} < 0.6 on {gpu.name}"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Tile-unfriendly shapes lose MFU
 #
 # Matmul kernels work in fixed tiles (on a GPU e.g. 128 × 128 outputs per thread block,
@@ -745,7 +772,7 @@ if cuda_only(device, "the MFU of an 8192^3 bf16 matmul"):
 # 511 vs 512 in fp32 on a CPU. The numbers are printed, not asserted: on a CPU the library
 # often hides most of the penalty.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 TILE = 128
 check("4097 needs 33 tiles of 128 per side, 4096 only 32: (33/32)**3 the tile work",
       (-(-4097 // TILE), 4096 // TILE, round(33**3 / 32**3, 3)), (33, 32, 1.097))
@@ -761,7 +788,7 @@ for n, rate in tile_rates.items():  # per_device: the pair and dtype differ on a
 measured(f"{pair[0]} / {pair[1]} throughput (1 = no penalty)",
          tile_rates[pair[0]] / tile_rates[pair[1]], per_device=True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Back to §1.1: a training-time calculator
 #
 # Everything in the opening estimate fits in one formula: days = $6ND$ / (dense peak × MFU
@@ -769,7 +796,7 @@ measured(f"{pair[0]} / {pair[1]} throughput (1 = no penalty)",
 # needs a live kernel; a static view shows only the widget's description, so the same
 # numbers follow as a printed table).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 training_time_calculator()
 
 # %% [markdown]
@@ -778,7 +805,7 @@ training_time_calculator()
 # more and faster memory, which a FLOP count cannot see (bandwidth only shows in the time of
 # memory-bound work, like the elementwise op of §3.1).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 GPUS = [("A100", 1024), ("H100", 1024), ("H200", 1024), ("B200", 1024)]
 MFUS = (0.3, 0.4, 0.5, 1.0)
 table = training_time_table(N, D, GPUS, mfus=MFUS)
@@ -792,12 +819,12 @@ check("H200 == H100: same compute, more memory", rows["H200"], rows["H100 SXM"])
 check("A100 / H100 days == H100 / A100 peak", rows["A100 SXM 80GB"][0.5] / rows["H100 SXM"][0.5],
       989.5 / 312, rel=1e-12)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The same formula for every GPU in the hardware table, as curves: days = $6ND$ /
 # (dense bf16 peak × MFU × 1024) / 86 400 falls as 1/MFU, so halving MFU doubles the time
 # on every chip. The dotted line marks the notes' MFU 0.5.
 
-# %%
+# %% caption="Training days for 6ND against MFU for each GPU's dense bf16 peak, 1024 GPUs." slideshow={"slide_type": "subslide"}
 from lecture_utils.hardware import ACCELERATORS
 
 MFU_GRID = [m / 100 for m in range(10, 101, 5)]
@@ -825,7 +852,7 @@ check("every curve: MFU 0.25 takes twice as long as 0.5",
 check("B200 at 0.5: 6.3e24 / (2250e12 * 0.5 * 1024) / 86400 days", curves["B200"][at_half],
       6.3e24 / (2250e12 * 0.5 * 1024) / 86400, rel=1e-12)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember
 #
 # - Training costs about 6ND FLOPs (forward 2ND, backward 4ND); days = 6ND / (dense peak ×
@@ -838,17 +865,37 @@ check("B200 at 0.5: 6.3e24 / (2250e12 * 0.5 * 1024) / 86400 days", curves["B200"
 #   denominator, and HFU (recomputation counted) flatters, so compare runs by MFU.
 # - Big, tile-friendly matmuls get closest to peak; small or awkward shapes (8191, 4097)
 #   lose MFU without doing less useful work.
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Recap: days = 6ND / (dense peak × MFU × GPUs) / 86 400; intensity decides memory- versus compute-bound.
+# - Ask the room: what MFU did their last run reach, and against which peak?
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises (from the self-test)
 #
-# Try each question before you expand the hidden solution cell below it; the answer is
-# written at the top of that cell.
-#
+# For each question: fill in the `...` in the exercise cell, run it and the check cell
+# under it (it says whether your answer is right, without giving it away), and expand the
+# hidden solution only after you have tried.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Give 3 minutes per question: fill in the `...`, run the check cell.
+# - Then expand the hidden solution live and point at the `✓ ... is right` lines.
+# - Point at: Q4, 180 days at MFU 0.4 (25% longer than at 0.5).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Q4. A 70B model, 15T tokens, 1024 H100s, MFU 0.4: how many days?
 #
 # Work it out from $6ND$ and the dense bf16 peak. How much longer is it than at MFU 0.5?
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% tags=["exercise"]
+q4_days = ...  # training time at MFU 0.4, in days
+q4_ratio = ...  # that time / the time at MFU 0.5 (a ratio)
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+check_answer("Q4, days at MFU 0.4", q4_days, 179.9, rel=0.01)
+check_answer("Q4, time at MFU 0.4 / at MFU 0.5", q4_ratio, 1.25, rel=0.01)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. C = 6 * 70e9 * 15e12 = 6.3e24 FLOPs. Effective throughput = 989.5e12 * 0.4 *
 # 1024 ≈ 4.05e17 FLOP/s, so the run takes 6.3e24 / 4.05e17 ≈ 1.55e7 s ≈ 180 days: 25%
 # longer than at MFU 0.5 (144 days), since time is proportional to 1 / MFU. With the
@@ -865,15 +912,27 @@ check("MFU 0.4 / MFU 0.5 time ratio", days_q4 / days_half, 1.25, rel=1e-12)
 check("with the sparse peak by mistake", days_at(h100.sparse_flops["bf16"], 0.4), 89.96,
       rel=1e-3)
 
-# %% [markdown]
-# ### Q. What MFU does a training log imply?
+q4_days, q4_ratio = days_q4, days_q4 / days_half
+check_answer("Q4, days at MFU 0.4", q4_days, 179.9, rel=0.01)
+check_answer("Q4, time at MFU 0.4 / at MFU 0.5", q4_ratio, 1.25, rel=0.01)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### E3.1. What MFU does a training log imply?
 #
 # A run of the course's `gpu` config (GPT-2 small, $T = 1024$) on 8 H100s in bf16 logs
 # **2.0M tokens/s**. What MFU is that by $6ND$? By the exact count, which includes
 # attention? (Hint: you can count the parameters of a model without allocating it by
 # building it on the `meta` device.) Which of the two should the log report?
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% tags=["exercise"]
+e3_1_mfu_6nd = ...  # MFU by 6ND (a fraction, e.g. 0.5)
+e3_1_mfu_exact = ...  # MFU by the exact count, attention included
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+check_answer("E3.1, MFU by 6ND", e3_1_mfu_6nd, 0.187, rel=0.02)
+check_answer("E3.1, MFU by the exact count", e3_1_mfu_exact, 0.216, rel=0.02)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. N (non-embedding) = 123.6M, so 6N * 2.0e6 tokens/s = 1.48e15 FLOP/s against
 # 8 * 989.5e12 = 7.92e15: MFU 0.187 by 6ND. The exact count is 3x the exact forward FLOPs
 # (backward = 2x forward), 15% more at T = 1024 because of attention: MFU 0.216. Both are
@@ -894,3 +953,7 @@ check("N of the gpu config (non-embedding)", N_gpu, 123_606_528)
 check("MFU by 6ND", mfu_6nd, 0.1874, rel=1e-3)
 check("MFU by the exact count", mfu_exact, 0.2160, rel=1e-3)
 check("exact / 6ND", mfu_exact / mfu_6nd, 1.1524, rel=1e-3)
+
+e3_1_mfu_6nd, e3_1_mfu_exact = mfu_6nd, mfu_exact
+check_answer("E3.1, MFU by 6ND", e3_1_mfu_6nd, 0.187, rel=0.02)
+check_answer("E3.1, MFU by the exact count", e3_1_mfu_exact, 0.216, rel=0.02)
