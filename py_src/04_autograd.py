@@ -12,14 +12,15 @@
 #     name: pytorch-resource-accounting
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 04 · Autograd: what the backward pass costs
 #
 # Notebook 03 took "backward costs twice the forward pass" on trust to get $6ND$. This one
 # opens up autograd and prices it in both currencies, FLOPs and bytes. It covers §4.1–§4.3
 # of the lecture notes, the "backward = 2 × forward" step of §3.3, and self-test
 # question Q1:
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # 1. **§4.1**: one parameter, $y = \tfrac12(xw - 5)^2$. The gradient formula needs values
 #    from the forward pass, which is why autograd keeps them; and gradients *accumulate*
 #    in `.grad` until you zero them.
@@ -35,7 +36,7 @@
 # A `✓` line is a checked claim; a `[measured]` line depends on the machine. Cells that
 # need a GPU say so and are skipped elsewhere; counting FLOPs and bytes runs on the CPU.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # > **Errata in the notes.** Corrections this notebook makes to the lecture notes, each
 # > shown (and checked) where linked:
 # >
@@ -58,7 +59,7 @@
 from lecture_utils import setup
 device = setup()
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 from collections import Counter
 from fractions import Fraction
 from itertools import pairwise
@@ -68,7 +69,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_utils import check, check_raises, cuda_only, measured
+from lecture_utils import check, check_answer, check_raises, cuda_only, measured
 from lecture_utils.bench import time_fn
 from lecture_utils.flops import count_flops, matmul_flops
 from lecture_utils.memory import (
@@ -87,7 +88,7 @@ from lecture_utils.trace import LiveBytes, OpLog, SavedTensors
 ON_GPU = device.type == "cuda"
 CPU = torch.device("cpu")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §4.1 Forward and backward
 #
 # The notes' smallest example has one input $x$ and one parameter $w$:
@@ -99,7 +100,12 @@ CPU = torch.device("cpu")
 # on `torch.autograd.graph.saved_tensors_hooks`) lets us watch that happen: it lists every
 # tensor saved for backward. With $x = 2$ and $w = 4$:
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Say: the forward pass records a graph and the tensors its backward formulas need.
+# - Run live: y = ½(xw − 5)² with x = 2, w = 4, then call backward twice to show accumulation.
+# - Point at: w.grad = 6.0, then 12.0 after a second backward without zeroing.
+
+# %% slideshow={"slide_type": "subslide"}
 x = torch.tensor(2.0)                       # data: no gradient wanted
 w = torch.tensor(4.0, requires_grad=True)   # a parameter
 with SavedTensors() as kept:
@@ -112,7 +118,7 @@ check("values saved for backward: x and (xw - 5)", saved, [2.0, 3.0])
 check("w.grad == (xw - 5) * x", w.grad.item(), (2.0 * 4.0 - 5) * 2.0)
 check("...which is the product of the two saved values", w.grad.item(), saved[1] * saved[0])
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The two saved values are exactly the two factors of the gradient formula: `x * w` saved
 # $x$ (the gradient of $xw$ with respect to $w$ is $x$), and `** 2` saved its input
 # $xw - 5$ (the derivative of $u^2$ is $2u$). Nothing else was kept: the constant 0.5
@@ -125,7 +131,7 @@ check("...which is the product of the two saved values", w.grad.item(), saved[1]
 check_raises("backward through the same graph again", RuntimeError, y.backward)
 check("w.grad is untouched by the failed call", w.grad.item(), 6.0)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Gradients accumulate
 #
 # `backward()` does not *write* `w.grad`, it *adds* to it. Two forward-backward passes
@@ -145,13 +151,13 @@ forward_backward()
 history.append(w.grad.item())    # one more, from zero
 check("w.grad after 1 call, 2 calls, zeroing, 1 more call", history, [6.0, 12.0, 0.0, 6.0])
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Accumulation is a feature: summing the gradients of several micro-batches before one
 # optimizer step (gradient accumulation) needs nothing more than calling `backward()`
 # several times. It is also the classic bug of a training loop that forgets `zero_grad()`.
 # The end of this notebook comes back to the two ways of zeroing.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §4.2 Why backward costs about twice the forward pass (the 4ND of §3.3)
 #
 # Take one linear layer $H = XW$ with $X$ of shape $(B, D)$ and $W$ of shape $(D, K)$, and
@@ -168,7 +174,12 @@ check("w.grad after 1 call, 2 calls, zeroing, 1 more call", history, [6.0, 12.0,
 #
 # By hand against autograd, with $G$ random (we call `H.backward(G)`):
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Say: backward of H = XW is two matmuls of the forward's size: ∇W = XᵀG and ∇X = GWᵀ.
+# - Run live: `count_flops` on the whole network, then the timed ratio.
+# - Point at: backward = 2 × forward, less the first layer's ∇X (data needs no gradient); the time ratio is near 2, not exactly.
+
+# %% slideshow={"slide_type": "subslide"}
 B, D, K = 32, 64, 48
 X = torch.randn(B, D, requires_grad=True)
 W = torch.randn(D, K, requires_grad=True)
@@ -189,7 +200,7 @@ counted = {name: count_flops(torch.matmul, a, b, backward=False).forward
 for name, flops in counted.items():
     check(f"{name}: FLOPs == 2BDK", flops, forward_flops)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Counting a whole network
 #
 # The lecture's toy model is `Cruncher`: `n_layers` bias-free `Linear(width, width)`
@@ -201,7 +212,7 @@ for name, flops in counted.items():
 # Nobody needs a gradient for the data, so autograd skips its $\nabla_X$ and that layer
 # pays only $\nabla_W$: 1× its forward.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 L, D, B = 4, 64, 32
 model = Cruncher(D, L, device=CPU)
 x = torch.randn(B, D)  # data: requires_grad=False
@@ -224,7 +235,7 @@ check("forward total", flops.forward, L * layer_fwd + head_fwd)
 check("backward total == 1x first layer + 2x the rest", flops.backward, expected_bwd)
 check("nothing uncounted", flops.uncounted_ops, ())
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Now let the input require a gradient (as it does for every layer but the first, whose
 # input comes out of another layer). The first layer's $\nabla_X$ comes back, and the
 # ratio is exactly 2:
@@ -237,7 +248,7 @@ check("input requires grad: backward == 2 x forward", flops_all.backward, 2 * fl
 check("...the difference is the first layer's grad_X", flops_all.backward - flops.backward,
       layer_fwd)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The notes call the first-layer saving negligible "in a network of dozens of layers".
 # That is right, but the ratio approaches 2 only as $2 - 1/L$ (the small head adds a
 # little), so a shallow stack is visibly below 2. In a transformer the saving does not
@@ -247,7 +258,7 @@ check("...the difference is the first layer's grad_X", flops_all.backward - flop
 # §3.3's $4ND = 2 \times 2ND$ (counting matmuls; `FlopCounterMode` counts elementwise work
 # as zero).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 ratios, formula = {}, {}
 for n_layers in (1, 2, 4, 8, 16, 32, 64):
     c = count_flops(Cruncher(16, n_layers, device=CPU), torch.randn(4, 16))
@@ -265,7 +276,7 @@ gpt_flops = count_flops(GPT(cfg), torch.randint(0, cfg.vocab_size, (2, cfg.seq_l
 check("GPT (math attention): backward == 2 x forward", gpt_flops.backward, 2 * gpt_flops.forward)
 check("GPT: nothing uncounted", gpt_flops.uncounted_ops, ())
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Timed
 #
 # FLOPs are not seconds. We time the forward pass (which also builds the graph) and the
@@ -274,7 +285,7 @@ check("GPT: nothing uncounted", gpt_flops.uncounted_ops, ())
 # alone, the graph is kept (`retain_graph=True`) and the gradients are dropped before
 # each call. Width and batch 512 on a CPU, 4096 on a GPU.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def time_forward_backward(width, n_layers=4):
     """Median seconds of forward and of backward alone (graph kept, grads dropped)."""
     model = Cruncher(width, n_layers, device=device)
@@ -300,7 +311,7 @@ measured(f"forward, width = batch = {T_WIDTH}", t_forward * 1e3, "ms", per_devic
 measured("backward", t_backward * 1e3, "ms")
 measured("backward / forward time", t_backward / t_forward)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Expect a time ratio near 2 but not exactly 2: the backward matmuls use transposed
 # operands ($X^\top G$, $G W^\top$), which some kernels run at a different speed, and
 # backward also accumulates the weight gradients and runs small elementwise kernels that
@@ -311,7 +322,7 @@ measured("backward / forward time", t_backward / t_forward)
 # left, milliseconds (measured on this machine) on the right. The dashed line marks
 # twice the forward bar.
 
-# %%
+# %% caption="Forward and backward of a 4-layer Cruncher: counted FLOPs and measured time, with 2 x forward marked." slideshow={"slide_type": "subslide"}
 fig, (ax_f, ax_t) = plt.subplots(1, 2, figsize=(10, 5))
 for ax, (fwd, bwd), unit in ((ax_f, (t_flops.forward / 1e9, t_flops.backward / 1e9), "GFLOP"),
                              (ax_t, (t_forward * 1e3, t_backward * 1e3), "ms")):
@@ -327,11 +338,16 @@ fig.suptitle(f"Cruncher, 4 layers, width = batch = {T_WIDTH}, input requires gra
 fig.tight_layout()
 plt.show()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §4.3 Gradients take memory
 #
 # After `backward()`, every trainable parameter that took part in the loss has a `.grad`
 # with its own shape and dtype. We check every parameter of an fp32 and a bf16 Cruncher:
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Say: the bill is params + grads + optimizer state + activations; only activations grow with the batch.
+# - Run live: the predicted-versus-measured bill, then where a step peaks.
+# - Point at: saved activations = (L + 1)·B·D·4 bytes, to the byte.
 
 # %%
 for dtype in (torch.float32, torch.bfloat16):
@@ -343,7 +359,7 @@ for dtype in (torch.float32, torch.bfloat16):
           sum(tensor_bytes(p.grad) for p in m.parameters()),
           sum(tensor_bytes(p) for p in m.parameters()))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The notes say every trainable parameter gets one. More precisely: every parameter that
 # *took part* in the loss. One that did not keeps `grad = None` (and optimizers skip it):
 
@@ -353,7 +369,7 @@ m.unused = nn.Parameter(torch.zeros(32))
 m(torch.randn(8, 32)).sum().backward()
 check(".grad of a parameter the loss never touched", m.unused.grad, None)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Activation memory, measured exactly
 #
 # The notes estimate the activations of an MLP with $L$ layers of width $D$ at batch $B$
@@ -362,7 +378,7 @@ check(".grad of a parameter the loss never touched", m.unused.grad, None)
 # `saved_tensors_hooks` and lists each tensor saved for backward (counting each storage
 # once). First with nothing excluded:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 L, D, B = 4, 64, 32
 model = Cruncher(D, L, device=CPU)
 x = torch.randn(B, D)
@@ -376,7 +392,7 @@ check("tensors saved", Counter(n.split()[0] for n in everything),
       Counter({"activation": L, "weight": L, "x": 1}))
 check("layers.0.weight is not among them", "weight layers.0.weight" not in everything, True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Each matmul $h_{i+1} = h_i W_i$ saves what its two backward matmuls need: its input
 # $h_i$ (for $\nabla_W$) and its weight $W_i$ (for $\nabla_X$). Three details:
 #
@@ -392,7 +408,7 @@ check("layers.0.weight is not among them", "weight layers.0.weight" not in every
 # So the exact count is $(L + 1) \cdot B \cdot D$ elements, and the notes' $B \cdot L \cdot
 # D$ is exactly what autograd keeps *beyond the data batch*:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 params = list(model.parameters())
 act_bytes, act_saved = saved_tensor_bytes(model, x, exclude=params)
 beyond_data, _ = saved_tensor_bytes(model, x, exclude=params + [x])
@@ -403,7 +419,7 @@ check("all of them (B, D) float32", act_saved, [((B, D), torch.float32)] * (L + 
 check("exact / lecture estimate == (L + 1) / L", act_bytes / lecture_estimate, (L + 1) / L)
 check("beyond the data batch: exactly B*L*D*4", beyond_data, lecture_estimate)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The constant depends on the layer's operations
 #
 # The lecture's Cruncher has no nonlinearity. Add one and the answer depends on *what
@@ -418,7 +434,7 @@ check("beyond the data batch: exactly B*L*D*4", beyond_data, lecture_estimate)
 #
 # We count both the references autograd takes and the distinct bytes:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 ACTIVATIONS = {"none (the lecture's)": None, "relu": F.relu, "tanh": torch.tanh,
                "sigmoid": torch.sigmoid, "gelu": F.gelu, "square h*h": lambda h: h * h}
 
@@ -451,14 +467,14 @@ check("B*D*4 units saved: relu, tanh, sigmoid add nothing",
 check("gelu and h*h add one B*D per layer",
       [per_layer[k] for k in ("gelu", "square h*h")], [2 * L + 1] * 2)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # `relu` takes four more references than no nonlinearity at all, yet costs zero bytes;
 # `gelu` nearly doubles the activation memory. In a transformer block every op (norms,
 # softmax, GELU, attention) adds its own term, which is why the notes defer the exact
 # transformer count to assignment 1: "activations ∝ $B \cdot L \cdot D$" is right, but
 # the constant in front has to be counted for the ops you use.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The whole bill, predicted and measured to the byte
 #
 # The notes' list: parameters + gradients + optimizer state + activations (+ temporary
@@ -470,7 +486,7 @@ check("gelu and h*h add one B*D per layer",
 # step and adds up the tensors that exist: saved activations, `.grad`s, and every tensor
 # in `optimizer.state`.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 OPTIMIZERS = {
     "sgd": lambda ps: torch.optim.SGD(ps, lr=1e-3),
     "momentum": lambda ps: torch.optim.SGD(ps, lr=1e-3, momentum=0.9),
@@ -500,16 +516,17 @@ check("state: 0, 1, 2, 2 copies (+ 4 B step counters per tensor for Adam)",
       [bills[k].optimizer_state for k in OPTIMIZERS], [0, P, 2 * P + 4 * n_tensors,
                                                        2 * P + 4 * n_tensors])
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # With the notes' rule of thumb "$4 \times$ (params + activations + grads + state)" this is
 # the same sum: every number here is 4 bytes. The `step` counters are the only thing the
 # rule of thumb leaves out, and at 4 bytes per tensor they never matter.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Only the activations grow with the batch
 #
 # The same model (width 64, 4 layers, AdamW), measured at batch sizes from 1 to 4096:
 
-# %%
+# %% caption="Measured memory of params, grads, AdamW state and activations against batch size: only activations grow." slideshow={"slide_type": "subslide"}
 BATCHES = [1, 4, 16, 64, 256, 1024, 4096]
 model = Cruncher(D, L, device=CPU)
 by_batch = {b: measure_training_memory(model, torch.randn(b, D), torch.optim.AdamW(
@@ -538,11 +555,12 @@ ax.legend(frameon=False)
 fig.tight_layout()
 plt.show()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # That is the notes' point: activations are the only term that grows with $B$, which is
 # why "lower the batch size" is the first fix for an out-of-memory error, and why it stops
 # helping once the fixed part alone does not fit.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Where a step peaks
 #
 # The bill above adds up tensors that never all exist at once. `zero_grad(set_to_none=True)`
@@ -553,7 +571,7 @@ plt.show()
 # forward and backward, notices when its storage is freed, and reports the peak and the
 # shapes that were live at that moment.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def train_step(model, x, opt, set_to_none=True):
     opt.zero_grad(set_to_none=set_to_none)
     loss = model(x).pow(2).mean()
@@ -601,7 +619,7 @@ def exact_peak_over_bill(n_layers, width, batch):
 check("by the same count, the GPU cell's shape: peak / bill", exact_peak_over_bill(8, 2048, 8192),
       0.956, rel=1e-3)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The peak comes in the backward pass, in the last hidden layer's node: its two matmuls
 # have just produced $\nabla_X$ $(B, D)$ and $\nabla_W$ $(D, D)$ while the gradient they
 # consumed $(B, D)$ is still alive, and the saved inputs $x, h_1, \dots, h_{L-1}$ are still
@@ -614,7 +632,8 @@ check("by the same count, the GPU cell's shape: peak / bill", exact_peak_over_bi
 # * one $(D, D)$ weight gradient; earlier gradients were freed by
 #   `zero_grad(set_to_none=True)`, and only the head's $(D, 1)$ one exists yet;
 # * the scalar loss and the seed gradient that backward started from (4 bytes each).
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # This holds while $B > D$; with $B \ll D$ the gradients, which grow by $D^2$ per layer as
 # backward proceeds, outweigh the activations it frees, and the peak moves later in the
 # step. Note that the peak is *not* the bill's total. The gradients and the activations
@@ -630,7 +649,7 @@ check("by the same count, the GPU cell's shape: peak / bill", exact_peak_over_bi
 # compares the allocator's peak with the course's prediction `mlp_peak_bytes` (within 5%)
 # and with the exact count of this section (a floor: the allocator can only add to it).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 if cuda_only(device, "the peak memory of an AdamW step, against the prediction"):
     G_L, G_D, G_B = 8, 2048, 8192
     torch.cuda.empty_cache()
@@ -656,7 +675,7 @@ if cuda_only(device, "the peak memory of an AdamW step, against the prediction")
     del g_model, g_x, g_opt
     torch.cuda.empty_cache()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Reserved versus allocated: the caching allocator
 #
 # Asking the driver for GPU memory (`cudaMalloc`) is slow and synchronises the device, so
@@ -671,7 +690,7 @@ if cuda_only(device, "the peak memory of an AdamW step, against the prediction")
 # this process, only to others. The cell below frees a 256 MiB tensor and watches both
 # numbers.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 if cuda_only(device, "reserved versus allocated memory of the caching allocator"):
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
@@ -692,7 +711,7 @@ if cuda_only(device, "reserved versus allocated memory of the caching allocator"
     assert a3 == a2 and r3 <= r2, (a3, r3)  # empty_cache frees no tensor, only cached segments
     assert all(r >= a for a, r in ((a0, r0), (a1, r1), (a2, r2), (a3, r3)))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Zeroing the gradients: `set_to_none=True` or in place?
 #
 # `optimizer.zero_grad()` has two modes. `set_to_none=True` (the default since PyTorch 2.0)
@@ -701,7 +720,7 @@ if cuda_only(device, "reserved versus allocated memory of the caching allocator"
 # work and the memory. We watch every aten op with `OpLog`, as in notebook 03: how many
 # kernels of each kind ran, and the bytes they read.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 L, D, B = 4, 64, 32
 model = Cruncher(D, L, device=CPU)
 x = torch.randn(B, D)
@@ -735,7 +754,7 @@ check("set_to_none: grad bytes held until the next backward", results[True][0], 
 check("set_to_none: no zeroing kernels", results[True][1], (0, 0))
 check("set_to_none: backward assigns, no adds", results[True][2], (0, 0))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # So zeroing in place costs, every step, a pass that writes every gradient byte, and then
 # makes backward *accumulate* into the zeros: an add per parameter that reads the old
 # gradient and the new one and writes the sum. With `set_to_none=True` backward simply
@@ -750,7 +769,7 @@ P = (L * D * D + D) * 4
 in_place, to_none = step_peak(L, D, B, set_to_none=False), step_peak(L, D, B, set_to_none=True)
 check("peak with zeroing in place - peak with set_to_none", in_place.peak - to_none.peak, P - 4 * D)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # One behavioural difference to know: an optimizer skips a parameter whose `.grad` is
 # `None`, but updates one whose gradient is a tensor of zeros. With momentum (or weight
 # decay), a parameter that got no gradient in this step still moves in the second case:
@@ -770,7 +789,7 @@ def moves_after(zero_grad_to):
 check("grad = zeros: the parameter still moves (momentum)", moves_after(torch.zeros(3)), True)
 check("grad = None: the optimizer skips it, the parameter stays", not moves_after(None), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember
 #
 # - Backward of a linear layer is two matmuls ($\nabla_W = X^\top G$, $\nabla_X = G W^\top$),
@@ -785,12 +804,24 @@ check("grad = None: the optimizer skips it, the parameter stays", not moves_afte
 #   allocator holds; `nvidia-smi` shows roughly the latter.
 # - `zero_grad(set_to_none=True)` (the default) saves a pass over the gradients and frees
 #   them during the forward pass.
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Recap: backward ≈ 2× forward FLOPs; autograd keeps each matmul's input; the peak is not the bill.
+# - Ask the room: why does `set_to_none=True` save memory during the forward pass?
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises (from the self-test)
 #
-# Try each question before you expand the hidden solution cell below it; the answer is
-# written at the top of that cell.
-#
+# For each question: fill in the `...` in the exercise cell, run it and the check cell
+# under it (it says whether your answer is right, without giving it away), and expand the
+# hidden solution only after you have tried.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Give 3 minutes per question: fill in the `...`, run the check cell.
+# - Then expand the hidden solution live and point at the `✓ ... is right` lines.
+# - Point at: Q1, backward = 2 × forward when the input requires grad; E4.1, batch 42,206 fits in 80 GB.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Q1. Why does backward cost about twice the FLOPs of the forward pass?
 #
 # Derive it for one layer $H = XW$, then check it with `count_flops` on a stack of your
@@ -798,7 +829,17 @@ check("grad = None: the optimizer skips it, the parameter stays", not moves_afte
 # and backward counts before you run it, once with a data batch as the input and once
 # with an input that requires grad.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% tags=["exercise"]
+q1_forward = ...  # forward FLOPs of the three-layer stack at batch 16
+q1_backward_data = ...  # backward FLOPs when the input is a data batch
+q1_backward_grad = ...  # backward FLOPs when the input requires grad
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+check_answer("Q1, forward FLOPs", q1_forward, 720_896)
+check_answer("Q1, backward FLOPs, data input", q1_backward_data, 1_048_576)
+check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad, 1_441_792)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. Forward, each layer is one matmul, 2*B*d_in*d_out FLOPs. Backward needs two of the
 # same size: grad_W = X^T G (to update W) and grad_X = G W^T (to pass the gradient down):
 # 4*B*d_in*d_out. Summed over the layers: forward 2ND, backward 4ND, total 6ND (§3.3).
@@ -817,8 +858,13 @@ check("data input: backward == 2 x forward - first layer", data.backward,
 check("input requires grad: backward == 2 x forward", hidden.backward, 2 * hidden.forward)
 check("total == 3 x forward (6ND = 3 x 2ND)", hidden.total, 3 * hidden.forward)
 
-# %% [markdown]
-# ### Q. How large a batch fits?
+q1_forward, q1_backward_data, q1_backward_grad = data.forward, data.backward, hidden.backward
+check_answer("Q1, forward FLOPs", q1_forward, 720_896)
+check_answer("Q1, backward FLOPs, data input", q1_backward_data, 1_048_576)
+check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad, 1_441_792)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### E4.1. How large a batch fits?
 #
 # A Cruncher with $L = 32$ layers of width $D = 8192$ trains in fp32 with AdamW on an
 # 80 GB GPU. How many bytes do parameters, gradients and optimizer state take? How many
@@ -827,7 +873,17 @@ check("total == 3 x forward (6ND = 3 x 2ND)", hidden.total, 3 * hidden.forward)
 # notes' $B \cdot L \cdot D$ estimate allow? Hint: a model built on the `meta` device has
 # shapes but no memory, and `predict_training_memory` needs nothing more.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% tags=["exercise"]
+e4_1_fixed_bytes = ...  # params + grads + AdamW state, in bytes
+e4_1_per_example = ...  # activation bytes one example adds, in bytes
+e4_1_b_max = ...  # the largest batch whose whole bill fits in 80 GB (a count)
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+check_answer("E4.1, params + grads + state (bytes)", e4_1_fixed_bytes, 34.36e9, rel=0.01)
+check_answer("E4.1, activation bytes per example", e4_1_per_example, 1_081_344)
+check_answer("E4.1, largest batch", e4_1_b_max, 42_206, rel=1e-3)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. N = 32 * 8192^2 + 8192 = 2.15B parameters: 8.59 GB each for params and grads,
 # 17.2 GB for AdamW's m and v, 34.4 GB in all. One example saves (L + 1) * D = 270,336
 # floats: 1.08 MB. 45.6 GB are left, so B = 42,206 fits. The notes' B*L*D (1.05 MB per
@@ -858,3 +914,8 @@ check("b_max fits, b_max + 1 does not", (bill(b_max).total <= BUDGET,
                                          bill(b_max + 1).total > BUDGET), (True, True))
 check("the B*L*D estimate's batch", b_lecture, 43_525)
 check("...overflows by (GB)", (bill(b_lecture).total - BUDGET) / 1e9, 1.43, rel=0.01)
+
+e4_1_fixed_bytes, e4_1_per_example, e4_1_b_max = fixed_bill.total, per_example, b_max
+check_answer("E4.1, params + grads + state (bytes)", e4_1_fixed_bytes, 34.36e9, rel=0.01)
+check_answer("E4.1, activation bytes per example", e4_1_per_example, 1_081_344)
+check_answer("E4.1, largest batch", e4_1_b_max, 42_206, rel=1e-3)
