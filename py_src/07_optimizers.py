@@ -12,12 +12,12 @@
 #     name: pytorch-resource-accounting
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 07 · Optimizers: update rules, and the memory they cost
 #
 # The optimizer is the last piece of a training step, and the one that decides most of
-# its memory. This notebook covers §7.1, §7.2 and §1.2 of the lecture notes and self-test
-# question Q3: the six optimizers from SGD to AdamW, written out as short classes and run
+# its memory. This notebook covers §7.1, §7.2 and §1.2 of the lecture notes: the six
+# optimizers from SGD to AdamW, written out as short classes and run
 # on one problem, with the three fixes that separate them (AdaGrad's dying step size,
 # Adam's bias correction, AdamW's decoupled weight decay); the state each keeps, measured
 # (0, 1, 1, 1, 2 and 2 copies of the parameters), and the 16 bytes per parameter of fp32
@@ -27,7 +27,7 @@
 # is wrong. Lines starting with `[measured]` depend on the machine. The one cell that
 # needs a CUDA GPU says so and is skipped elsewhere.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # > **Errata in the notes.** Corrections this notebook makes to the lecture notes, each
 # > shown (and checked) where linked:
 # >
@@ -45,7 +45,7 @@
 from lecture_utils import setup
 device = setup()
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 import math
 from fractions import Fraction
 
@@ -55,7 +55,7 @@ import torch
 from torch import nn
 from torch.optim import Optimizer
 
-from lecture_utils import check, cuda_only, measured
+from lecture_utils import check, check_answer, cuda_only, measured
 from lecture_utils.memory import (
     bytes_per_param,
     format_bytes,
@@ -67,7 +67,7 @@ from lecture_utils.optim import zero_state_bytes
 
 f64 = torch.float64  # the toy problems below run in float64 on the CPU: exact and repeatable
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §7.1 From SGD to AdamW
 #
 # Write $g$ for the gradient, $\eta$ (`lr`) for the learning rate and $\theta$ for the
@@ -84,7 +84,12 @@ f64 = torch.float64  # the toy problems below run in float64 on the CPU: exact a
 # (`make export`), which notebook 08 and the trainer import; edit one here and re-run the
 # cells below it.
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Six optimizers, each a short class: read SGD and Momentum aloud, the rest only differ in the state they keep.
+# - Run the valley figure live: same start, same 60 steps; point at SGD's zigzag (y flips sign every step) and the adaptive methods' diagonal first step.
+# - The number: torch's momentum is a decaying sum that grows to g/(1-μ), 10x at μ = 0.9.
+
+# %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/optim.py
 class UpdateRule(Optimizer):
     """The loop every optimizer below shares: each parameter with a gradient gets `update`."""
@@ -131,7 +136,7 @@ class Momentum(UpdateRule):
         p.add_(state["momentum_buffer"], alpha=-group["lr"])
 
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **A loose word in the notes.** The notes' table calls momentum "an exponential moving
 # average of the gradient". In the convention of `Momentum` above (torch's, and the one
 # most code uses), $b_t = \mu b_{t-1} + g_t$ is a *sum* with decaying weights, not an
@@ -139,7 +144,7 @@ class Momentum(UpdateRule):
 # averaging form $b_t = \mu b_{t-1} + (1-\mu) g_t$ is the same optimizer with $\eta$
 # multiplied by $1-\mu$, so a learning rate tuned in one convention is 10 × off in the other.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 mu, g_const = 0.9, 3.0
 w = torch.zeros(1, dtype=f64)
 opt = Momentum([w], lr=0.01, momentum=mu)
@@ -155,7 +160,7 @@ check("b_t == g (1 - mu^t) / (1 - mu), t = 1..200", torch.tensor(buffers, dtype=
       torch.tensor(expected, dtype=f64), rel=1e-12)
 check("steady state b / g -> 1 / (1 - mu)", round(buffers[-1] / g_const, 6), 10.0)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # AdaGrad and RMSProp give every coordinate its own step size, dividing by the root of a
 # running statistic of $g^2$: AdaGrad sums, $s_t = s_{t-1} + g_t^2$; RMSProp averages,
 # $s_t = \alpha\, s_{t-1} + (1-\alpha)\, g_t^2$. Both then step
@@ -163,7 +168,7 @@ check("steady state b / g -> 1 / (1 - mu)", round(buffers[-1] / g_const, 6), 10.
 # also count the steps $t$, here as a Python `int` (torch.optim keeps a 4-byte tensor per
 # parameter tensor, which §7.2 counts).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/optim.py
 class AdaGrad(UpdateRule):
     """s += g^2; theta -= lr * g / (sqrt(s) + eps). s only grows, so the step size only shrinks."""
@@ -195,7 +200,7 @@ class RMSProp(UpdateRule):
         p.addcdiv_(g, state["square_avg"].sqrt().add_(group["eps"]), value=-group["lr"])
 
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Adam keeps moving averages of both $g$ and $g^2$, and divides each by its bias
 # correction $1 - \beta^t$ (why, further down):
 #
@@ -206,7 +211,7 @@ class RMSProp(UpdateRule):
 # AdamW first shrinks the parameters, $\theta \leftarrow \theta - \eta\lambda\,\theta$, and
 # then takes the Adam step; plain Adam adds $\lambda\theta$ to the gradient instead.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/optim.py
 class Adam(UpdateRule):
     """Adam; its weight_decay is L2 folded into g (then divided by sqrt(v_hat) like the rest)."""
@@ -247,7 +252,7 @@ class AdamW(Adam):
 OPTIMIZERS = {"sgd": SGD, "momentum": Momentum, "adagrad": AdaGrad, "rmsprop": RMSProp,
               "adam": Adam, "adamw": AdamW}
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Six optimizers on one ill-conditioned valley
 #
 # The test problem is the quadratic $f(x, y) = \tfrac12\,(x^2 + 50\,y^2)$, a valley 50
@@ -257,7 +262,7 @@ OPTIMIZERS = {"sgd": SGD, "momentum": Momentum, "adagrad": AdaGrad, "rmsprop": R
 # gets $\eta = 0.035$, just under its stability limit $2/50 = 0.04$, and Momentum gets the
 # same $\eta$ with the usual $\mu = 0.9$.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 CURVATURE = torch.tensor([1.0, 50.0], dtype=f64)
 START, STEPS = (-8.0, 1.5), 60
 
@@ -291,7 +296,7 @@ for name, path in paths.items():
     print(f"{name:<9} {hp:<30} {f(path[10]).item():>10.3g} {f(path[30]).item():>8.3g} "
           f"{final[name]:>9.3g}")
 
-# %%
+# %% caption="Paths of the six optimizers on the valley f(x, y) = (x\u00b2 + 50 y\u00b2) / 2, all from the same start in 60 steps." slideshow={"slide_type": "subslide"}
 X, Y = np.meshgrid(np.linspace(-9, 4, 200), np.linspace(-2, 2, 200))
 fig, axes = plt.subplots(2, 3, figsize=(11, 5.5), sharex=True, sharey=True)
 for ax, (name, path) in zip(axes.flat, paths.items(), strict=True):
@@ -309,7 +314,7 @@ fig.suptitle("f(x, y) = (x² + 50 y²) / 2: same start, same number of steps", f
 fig.tight_layout()
 plt.show()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # What the picture shows, checked:
 #
 # * **SGD** on a quadratic is solvable exactly: each coordinate is multiplied by
@@ -327,7 +332,7 @@ plt.show()
 #   50 × difference in curvature. AdaGrad and Adam move exactly $\eta$ per coordinate;
 #   RMSProp moves $\eta/\sqrt{1-\alpha} = 10\eta$, for a reason shown further down.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 sgd = paths["SGD"]
 lr_sgd = RUNS["SGD"][1]["lr"]
 closed_form = torch.tensor([START[0] * (1 - lr_sgd) ** STEPS, START[1] * (1 - 50 * lr_sgd) ** STEPS],
@@ -351,14 +356,15 @@ gap = (paths["Adam"] - paths["AdamW"]).norm(dim=1).max().item()
 print(f"largest distance between the Adam and AdamW paths: {gap:.2f}")
 check("AdamW's path stays within 0.3 of Adam's", gap < 0.3, True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Two caveats keep this picture honest. The valley is *axis-aligned*, exactly the case a
 # per-coordinate scale fixes; rotate it 45° and $\sqrt{s}$ can no longer tell the steep
 # direction from the flat one. And a 2-D quadratic has no noise, where momentum and the
 # moving averages earn most of their keep in real training. AdamW's decay,
 # $\eta\lambda = 0.002$ per step, pulls towards the origin, here also the minimum, so its
 # path stays close to Adam's; where decoupling matters is shown under Adam + L2 below.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### AdaGrad's step size dies; RMSProp's does not
 #
 # Feed both a constant gradient $g$ and read the effective learning rate
@@ -369,7 +375,7 @@ check("AdamW's path stays within 0.3 of Adam's", gap < 0.3, True)
 # * RMSProp averages: $s_t = (1-\alpha^t)\,g^2$, so $\eta/\sqrt{s_t} = \eta /
 #   (|g|\sqrt{1-\alpha^t}) \to \eta/|g|$. The step settles instead of dying.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 G, LR, T = 2.0, 0.01, 1000
 
 
@@ -401,7 +407,7 @@ print(f"after {T} steps: AdaGrad moved {ada_moved.sum().item():.4f}, "
 check("AdaGrad's total distance < 2 eta sqrt(T)", ada_moved.sum().item() < 2 * LR * math.sqrt(T),
       True)
 
-# %%
+# %% caption="Effective learning rate against step on log axes: AdaGrad's falls like 1/\u221at, RMSProp's settles at \u03b7 / |g|." slideshow={"slide_type": "subslide"}
 fig, ax = plt.subplots(figsize=(7.0, 3.5))
 ax.loglog(t, ada_eff, label="AdaGrad: η / (|g| √t)")
 ax.loglog(t, rms_eff, label="RMSProp (α = 0.99): η / (|g| √(1 − αᵗ))")
@@ -413,12 +419,13 @@ ax.legend(frameon=False, fontsize=8, loc="lower left")
 fig.tight_layout()
 plt.show()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The plot shows a second thing the notes do not mention: RMSProp's *first* step is
 # $1/\sqrt{1-\alpha} = 10$ times too large. Its average starts at $s_0 = 0$, so after one
 # step it holds only $(1-\alpha) g^2 = 0.01\,g^2$ and underestimates $g^2$ a hundredfold.
 # That zero-initialisation bias is what Adam corrects.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Adam's bias correction, step by step
 #
 # Adam starts $m_0 = v_0 = 0$ as well. Under a constant gradient $m_t = (1-\beta_1^t)\,g$
@@ -428,7 +435,7 @@ plt.show()
 # whatever the gradient's scale: four gradients from $10^{-3}$ to $10^3$ all move by $\eta$
 # (up to $\epsilon/|g| \le 10^{-5}$):
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 beta1, beta2, lr = 0.9, 0.999, 0.01
 g = torch.tensor([1e-3, 1.0, 1e3, -50.0], dtype=f64)
 p = torch.zeros(4, dtype=f64)
@@ -452,7 +459,7 @@ check("raw m_t == (1 - beta1^t) g, t = 1..20", m, (1 - beta1**t20) * g, rel=1e-1
 check("corrected m_hat_t == g at every step", m_hat, g.expand(20, 4), rel=1e-12)
 check("corrected v_hat_t == g^2 at every step", v_hat, (g**2).expand(20, 4), rel=1e-12)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **What happens without the correction?** The notes say it "offsets the underestimate
 # caused by the zero initialisation", which suggests that uncorrected steps would be too
 # small. Both moments are underestimated, but the step is their ratio: without correction
@@ -463,7 +470,7 @@ check("corrected v_hat_t == g^2 at every step", v_hat, (g**2).expand(20, 4), rel
 # steps are too small instead, and later ones up to 10% too large. We check $r(t)$
 # against an uncorrected Adam written out by hand, run side by side with the real one:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def uncorrected_over_corrected(beta1, beta2, steps, g=1.0, lr=1e-3):
     """Step of Adam without bias correction / step of Adam with it, under a constant g."""
     p = torch.zeros(1, dtype=f64)
@@ -498,7 +505,7 @@ check("beta2 = 0.95: first uncorrected step is too small", round(r[0.95][0].item
 check("beta2 = 0.95: first step that is too large", int((r[0.95] > 1).nonzero().min()) + 1, 9)
 check("beta2 = 0.95: ...by at most", round(r[0.95].max().item(), 4), 1.097, rel=1e-3)
 
-# %%
+# %% caption="Ratio of Adam's uncorrected to corrected step against step for \u03b2\u2082 = 0.999 and 0.95: up to 6.6x too large early on." slideshow={"slide_type": "subslide"}
 fig, ax = plt.subplots(figsize=(7.0, 3.5))
 for b2, ratio in r.items():
     ax.semilogx(steps_r, ratio, label=f"β₁ = 0.9, β₂ = {b2}")
@@ -509,7 +516,7 @@ ax.legend(frameon=False)
 fig.tight_layout()
 plt.show()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Adam + L2 versus AdamW: who gets regularised?
 #
 # Plain Adam's weight decay, the L2 term $\lambda\theta$, goes through the normalisation
@@ -521,7 +528,7 @@ plt.show()
 # far. Each is trained for 1000 steps ($\eta = 10^{-2}$, $\lambda = 0.1$) without decay,
 # with Adam + L2 and with AdamW; dividing by the no-decay run isolates what the decay did.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 SCALES = torch.tensor([1e-3, 1e2], dtype=f64)
 T_WD, LR_WD, WD = 1000, 1e-2, 0.1
 
@@ -553,14 +560,15 @@ check("Adam + L2, large gradients: 100x weaker decay per step than AdamW",
 check("Adam + L2, small gradients: decayed to almost nothing (kept < 0.1%)",
       shrink["Adam + L2"][0].item() < 1e-3, True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # This is the notes' point, made quantitative. The parameter with large gradients is
 # **barely regularised**: 1% decay instead of AdamW's 63%. The effect also runs the other
 # way, which the notes do not say: for the parameter with tiny gradients, $\lambda\theta
 # = 0.1$ *is* most of its gradient, and Adam normalises it into a full $\eta$-sized step
 # towards zero every step, so it is driven to zero. Adam + L2 decays each parameter at a
 # rate set by its gradient scale. AdamW decays all of them at the same rate $\eta\lambda$.
-#
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §7.2 Why AdamW eats memory
 #
 # Each state tensor has the shape of its parameter, so the state is a whole number of
@@ -570,6 +578,11 @@ check("Adam + L2, small gradients: decayed to almost nothing (kept < 0.1%)",
 # prediction is modelled on torch.optim: for the adaptive optimizers it adds torch's
 # 4-byte `step` tensor per parameter tensor, which ours keep as a Python int.
 
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - State is a whole number of copies of the parameters: 0, 1, 1, 1, 2, 2 (the printed table).
+# - The number to point at: fp32 AdamW is 16 bytes per parameter, 8 of them optimizer state.
+# - The GPU cell (foreach vs fused) is skipped on a CPU laptop: say what it shows, or run it on a GPU.
+
 # %%
 # @save lecture_utils/optim.py
 def state_bytes(optimizer):
@@ -578,7 +591,7 @@ def state_bytes(optimizer):
                if isinstance(t, torch.Tensor))
 
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64))
 params = list(model.parameters())
 n_params = sum(p.numel() for p in params)
@@ -616,7 +629,7 @@ check("torch.optim - ours: 4 B of step per parameter tensor, adaptive optimizers
       [theirs[n] - ours[n] for n in OPTIMIZERS], [0, 0, 16, 16, 16, 16])
 check("torch.optim == predict_training_memory", theirs, predicted)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### §1.2 The 16 bytes per parameter, rebuilt from measured tensors
 #
 # §1.2 of the notes counts 4 + 4 + 4 + 4 bytes per parameter for fp32 AdamW. Here each
@@ -624,7 +637,7 @@ check("torch.optim == predict_training_memory", theirs, predicted)
 # AdamW's `exp_avg` ($m$) and `exp_avg_sq` ($v$). (tests/test_optim.py does the same for
 # the other fp32 recipes of `lecture_utils.memory`.)
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 adamw = AdamW(params, lr=1e-3)
 one_step(adamw)
 measured_parts = {
@@ -646,14 +659,15 @@ check("mixed bf16 AdamW: bytes / param over the bf16 weight's bytes",
 check("mixed bf16 AdamW: optimizer state (master + m + v) / bf16 weight",
       (mixed["master weights"] + mixed["adam m"] + mixed["adam v"]) / mixed["weights (bf16)"], 6.0)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # So fp32 AdamW spends 8 of its 16 bytes on optimizer state, twice the parameters
 # themselves, and the mixed-precision recipe of §1.2 (2 + 2 + 4 + 4 + 4) spends 12,
 # six times its bf16 weights. The notes' summary says AdamW makes the bytes per parameter
 # "4× the parameter itself". That holds for fp32 (16 / 4). Against the bf16 weights that
 # mixed precision actually computes with, it is 8× (16 / 2). Either way, the state is the
 # largest item, and the two ways out below go after it.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### On a GPU: the memory *inside* `step()`
 #
 # `step()` also allocates temporaries while it runs, and how many depends on the
@@ -666,7 +680,7 @@ check("mixed bf16 AdamW: optimizer state (master + m + v) / bf16 weight",
 # measures the peak during a second `step()` (the first allocates $m$ and $v$) on 8
 # matrices of 2048 × 2048, 134 MB of fp32 parameters.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 if cuda_only(device, "the peak memory of torch.optim.AdamW's step(): for-loop, foreach, fused"):
     N_MATRICES, SIDE = 8, 2048
     # predicted temporaries, in copies of all the parameters: sqrt(v) and the denominator of
@@ -702,7 +716,7 @@ if cuda_only(device, "the peak memory of torch.optim.AdamW's step(): for-loop, f
     assert peak_extra["fused"] <= peak_extra["foreach"], peak_extra
     assert peak_extra["for-loop"] < peak_extra["foreach"], peak_extra
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §7.2 Way out 1: sharding (ZeRO stages 1–3)
 #
 # With data parallelism on $G$ GPUs, every GPU normally holds all of the training state.
@@ -714,7 +728,12 @@ if cuda_only(device, "the peak memory of torch.optim.AdamW's step(): for-loop, f
 # 2 + 2 + 4 + 4 + 4 = 16 (for plain fp32 AdamW, 4 + 4 + $K$ with $K = 8$). Fractions keep
 # the arithmetic exact; the paper's Figure 1 (7.5B parameters on 64 GPUs) is the check.
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - ZeRO shards state, then gradients, then parameters: write 2 + 2 + K/G on the board.
+# - The figure reproduces the paper's Figure 1: 120 GB per GPU at stage 0 for 7.5B on 64 GPUs, 1.9 GB at stage 3.
+# - Run the two-process ZeRO-1 cell live: each rank holds about half the state.
+
+# %% slideshow={"slide_type": "subslide"}
 def zero_bytes_per_gpu(n, gpus, stage, param=2, grad=2, k=12):
     """Training-state bytes per GPU for n parameters under ZeRO `stage` (0-3), as a Fraction."""
     n, g = Fraction(n), Fraction(gpus)
@@ -738,13 +757,13 @@ check("stage 0 is the notes' 16 bytes / param",
 check("stages 1 and 2 at G = 10^6: bytes / param, still above 4 and 2",
       [float(zero_bytes_per_gpu(N_PAPER, 10**6, s) / N_PAPER) for s in (1, 2)], [4.000012, 2.000014])
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The paper's Figure 1 as a picture: the same 7.5B model on 64 GPUs, each stage's bar split
 # into what is left of the parameters, the gradients and the optimizer state on one GPU.
 # `zero_bytes_per_gpu` is linear in its three byte counts, so each part is the function
 # with the other two set to zero. The dashed line is one 80 GB H100.
 
-# %%
+# %% caption="Training state per GPU for 7.5B parameters on 64 GPUs at ZeRO stages 0-3, split into parameters, gradients and optimizer state, with the 80 GB line." slideshow={"slide_type": "subslide"}
 PARTS = {"parameters (bf16)": {"param": 2, "grad": 0, "k": 0},
          "gradients (bf16)": {"param": 0, "grad": 2, "k": 0},
          "optimizer state (fp32 master, m, v)": {"param": 0, "grad": 0, "k": 12}}
@@ -774,12 +793,13 @@ check("stage 0 bar: parameters, gradients, optimizer state (GB)",
       [gb[0] for gb in part_gb.values()], [15.0, 15.0, 90.0])
 check("stages under the 80 GB line", [s for s in range(4) if totals_gb[s] <= H100_GB], [1, 2, 3])
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Stages 1 and 2 flatten out as $G$ grows: each GPU still holds the full bf16 parameters
 # (and, in stage 1, the gradients), so they bottom out at 4 and 2 bytes per parameter.
 # Only stage 3 keeps falling as $1/G$, and it pays for that by gathering every layer's
 # parameters over the network before using them (Lectures 7–8).
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### One point measured: ZeRO stage 1 on two processes
 #
 # `lecture_utils.optim.zero_state_bytes()` runs torch's `ZeroRedundancyOptimizer` with
@@ -789,7 +809,7 @@ check("stages under the 80 GB line", [s for s in range(4) if totals_gb[s] <= H10
 # tensor. Stage 1 on $G = 2$ should leave about half of it on each rank; not exactly
 # half, because whole tensors are assigned to ranks.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 SIZES = (256, 512, 512, 256)
 n_zero = sum(a * b for a, b in zip(SIZES[:-1], SIZES[1:], strict=True))
 n_tensors = len(SIZES) - 1
@@ -805,7 +825,7 @@ check("the ranks' state adds up to the unsharded total",
 for row in ranks:
     check(f"rank {row['rank']}: within 1% of half", row["state_bytes"], one_rank_total / 2, rel=0.01)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §7.2 Way out 2: compressing the state (8-bit optimizers, Adafactor)
 #
 # Instead of splitting the state, store less of it.
@@ -823,7 +843,11 @@ for row in ranks:
 # Computed for one 2048 × 2048 matrix, and Adafactor measured on `torch.optim.Adafactor`
 # (bitsandbytes is not installed here, so the 8-bit rows stay arithmetic):
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Compress instead of splitting: 8-bit states cost 2 bytes per parameter, Adafactor's factored v almost 0.
+# - Run the Adafactor cell: its state for a 2048 x 2048 matrix is two vectors, (rows + cols) x 4 bytes.
+
+# %% slideshow={"slide_type": "subslide"}
 D = 2048
 numel = D * D
 state_rows = {
@@ -857,13 +881,14 @@ check("measured: Adafactor state of the matrix == (rows + cols) * 4 + 4-byte ste
 check("measured: a vector is not factored (full v + step)",
       sum(tensor_bytes(v) for v in adafactor.state[bias].values()), D * 4 + 4)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Both are approximations, and neither is free. An 8-bit state is a lossy copy that must
 # be dequantised and requantised at every step, and factoring $v$ assumes that the
 # second moment is close to rank one. The savings are large all the same: 8 → 2 bytes per
 # parameter for 8-bit Adam, and essentially 8 → 0 for Adafactor's matrices. Both combine
 # with sharding.
-#
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember
 #
 # - SGD keeps no state; momentum, AdaGrad and RMSProp one copy of the parameters; Adam
@@ -876,43 +901,76 @@ check("measured: a vector is not factored (full v + step)",
 #   also 16 (2 + 2 + 4 + 4 + 4), before activations.
 # - The ways out: shard the state across GPUs (ZeRO 1–3), or compress it (8-bit states,
 #   Adafactor's factored second moment).
-#
-# ## Exercises (from the self-test)
-#
-# Try each question before you expand the hidden solution cell below it.
-#
-# ### Q3. How big a model fits in training state on one 80 GB H100 with naive fp32 AdamW? And on 8 with ZeRO (perfect sharding)?
-#
-# Work it out from the bytes per parameter. Then use `zero_bytes_per_gpu` above (with
-# 4 + 4 + $K$, $K = 8$ for fp32) to say what stages 1 and 2 would allow on the 8 GPUs.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
-# Answer. fp32 AdamW keeps 4 + 4 + 4 + 4 = 16 bytes per parameter (measured above), so one
-# 80 GB GPU holds 80e9 / 16 = 5B parameters, and 8 GPUs with everything sharded (stage 3)
-# hold 8 * 80e9 / 16 = 40B. The partial stages sit in between: stage 1 leaves 4 + 4 + 8/8 =
-# 9 bytes per parameter on each GPU (8.9B), stage 2 leaves 4 + 12/8 = 5.5 (14.5B). All of
-# these ignore activations, buffers and fragmentation, so the real limits are lower.
-H100_BYTES = 80e9
-fp32 = {"param": 4, "grad": 4, "k": 8}
-per_gpu_bytes_per_param = {s: zero_bytes_per_gpu(1, 8, s, **fp32) for s in range(4)}
-limits = {s: int(H100_BYTES // per_gpu_bytes_per_param[s]) for s in range(4)}
-single = int(H100_BYTES // zero_bytes_per_gpu(1, 1, 0, **fp32))
-for s in range(4):
-    print(f"8 GPUs, stage {s}: {float(per_gpu_bytes_per_param[s]):g} B / param per GPU -> "
-          f"{limits[s] / 1e9:.3g}B parameters")
-check("one 80 GB GPU, fp32 AdamW", single, 5_000_000_000)
-check("8 GPUs, perfectly sharded (stage 3)", limits[3], 40_000_000_000)
-check("8 GPUs, stage 0 (plain DP): no better than one", limits[0], single)
-check("8 GPUs, stage 1 and stage 2 limits", (limits[1], limits[2]), (8_888_888_888, 14_545_454_545))
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Read the bullets; ask which optimizer keeps no state (SGD) and which two keep two copies (Adam, AdamW).
+# - The one number to leave with: 16 bytes per parameter before activations.
 
-# %% [markdown]
-# ### Q. Which ZeRO stage does a 13B model need?
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Exercises
+#
+# Fill in the `...` in each exercise cell, then run it and the check cell below it: the check
+# says "not answered yet", right, or not right yet, without giving the answer away. Expand the
+# hidden solution cell only after you have tried.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - E7.1 is the state table times 7B: give two minutes, then run its check cell.
+# - E7.2 reuses zero_bytes_per_gpu; ask for the stage first, then the 20% held back.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### E7.1 Optimizer state of a 7B model: momentum, AdamW, 8-bit Adam
+#
+# A model with 7 billion parameters is trained in fp32. How many GB ($10^9$ bytes) of
+# optimizer state does (a) SGD with momentum keep, (b) AdamW, (c) 8-bit Adam with blocks of
+# 2048 (treat the model as one long tensor)? Start from the copies-of-the-parameters column
+# of the state table and the 8-bit rows above; ignore torch's 4-byte `step` counters.
+
+# %% tags=["exercise"]
+e7_1_momentum_gb = ...  # GB of state for SGD with momentum
+e7_1_adamw_gb = ...  # GB of state for AdamW
+e7_1_8bit_gb = ...  # GB of state for 8-bit Adam, blocks of 2048
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+check_answer("E7.1 (a) momentum state (GB)", e7_1_momentum_gb, 28.0, rel=1e-3)
+check_answer("E7.1 (b) AdamW state (GB)", e7_1_adamw_gb, 56.0, rel=1e-3)
+check_answer("E7.1 (c) 8-bit Adam state (GB)", e7_1_8bit_gb, 14.0273, rel=1e-3)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
+# Answer. Momentum keeps one fp32 copy of the parameters: 4 B * 7e9 = 28 GB. AdamW keeps two
+# (m and v): 56 GB, more than the 28 GB of the weights themselves. 8-bit Adam keeps m and v as
+# 1-byte codes plus one fp32 scale per block of 2048 for each: 2 + 8/2048 B per parameter,
+# 14.03 GB, a quarter of AdamW's.
+N_7B = 7_000_000_000
+copies = {name: ours[name] / param_bytes for name in ("momentum", "adamw")}  # measured above
+e7_1_momentum_gb = copies["momentum"] * 4 * N_7B / 1e9
+e7_1_adamw_gb = copies["adamw"] * 4 * N_7B / 1e9
+e7_1_8bit_gb = state_rows["8-bit Adam, blocks of 2048"] / numel * N_7B / 1e9
+check("copies of the parameters: momentum, AdamW", (copies["momentum"], copies["adamw"]), (1.0, 2.0))
+check("8-bit Adam, blocks of 2048: GB for 7B", e7_1_8bit_gb, (2 + 8 / 2048) * 7, rel=1e-12)
+check("8-bit Adam / AdamW state", e7_1_8bit_gb / e7_1_adamw_gb, 0.2505, rel=1e-3)
+check_answer("E7.1 (a) momentum state (GB)", e7_1_momentum_gb, 28.0, rel=1e-3)
+check_answer("E7.1 (b) AdamW state (GB)", e7_1_adamw_gb, 56.0, rel=1e-3)
+check_answer("E7.1 (c) 8-bit Adam state (GB)", e7_1_8bit_gb, 14.0273, rel=1e-3)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### E7.2 Which ZeRO stage does a 13B model need?
 #
 # You train a 13B-parameter model with mixed-precision Adam (2 + 2 + 12 bytes per
-# parameter) on 8 GPUs of 80 GB. What is the smallest ZeRO stage whose training state
-# fits? And if you hold back 20% of each GPU for activations and buffers?
+# parameter) on 8 GPUs of 80 GB. How many GB per GPU does stage 1 need? What is the smallest
+# ZeRO stage whose training state fits? And if you hold back 20% of each GPU for activations
+# and buffers?
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% tags=["exercise"]
+e7_2_stage1_gb = ...  # GB per GPU of training state at ZeRO stage 1
+e7_2_stage_80 = ...  # smallest stage (0-3) that fits in 80 GB
+e7_2_stage_64 = ...  # smallest stage that fits with 20% of each GPU held back
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+check_answer("E7.2 stage 1 per GPU (GB)", e7_2_stage1_gb, 71.5, rel=1e-3)
+check_answer("E7.2 smallest stage in 80 GB", e7_2_stage_80, 1)
+check_answer("E7.2 smallest stage in 64 GB", e7_2_stage_64, 2)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. Stage 0 needs 16 * 13e9 = 208 GB per GPU: no. Stage 1 needs (4 + 12/8) * 13e9 =
 # 71.5 GB: it fits, just. With 20% held back only 64 GB is usable, and stage 1 no longer
 # fits; stage 2 needs (2 + 14/8) * 13e9 = 48.75 GB and does. Sharding the optimizer state
@@ -930,3 +988,8 @@ for s in range(4):
 check("stage 1 needs (GB)", float(zero_bytes_per_gpu(N_13B, 8, 1)) / 1e9, 71.5)
 check("smallest stage that fits in 80 GB", smallest_stage(80e9), 1)
 check("smallest stage that fits in 64 GB (20% held back)", smallest_stage(0.8 * 80e9), 2)
+e7_2_stage1_gb = float(zero_bytes_per_gpu(N_13B, 8, 1)) / 1e9
+e7_2_stage_80, e7_2_stage_64 = smallest_stage(80e9), smallest_stage(0.8 * 80e9)
+check_answer("E7.2 stage 1 per GPU (GB)", e7_2_stage1_gb, 71.5, rel=1e-3)
+check_answer("E7.2 smallest stage in 80 GB", e7_2_stage_80, 1)
+check_answer("E7.2 smallest stage in 64 GB", e7_2_stage_64, 2)
