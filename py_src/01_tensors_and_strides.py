@@ -318,7 +318,7 @@ check("e.contiguous() materialises all of them", e.contiguous().untyped_storage(
 # overhead; a copy's time grows with the bytes moved, and the transposing copy is usually
 # slower than `clone` because it reads the source with a stride of 2048 elements.
 
-# %% slideshow={"slide_type": "subslide"}
+# %%
 n = 2048
 big = torch.randn(n, n, device=device)
 check("big: bytes", tensor_bytes(big), n * n * 4)
@@ -331,6 +331,7 @@ def median_seconds(stmt: str) -> float:
     return timer.blocked_autorange(min_run_time=0.1).median
 
 
+# %% slideshow={"slide_type": "subslide"}
 t_view = median_seconds("big.T")
 t_copy = median_seconds("big.T.contiguous()")
 t_clone = median_seconds("big.clone()")
