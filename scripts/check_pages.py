@@ -43,9 +43,9 @@ ID = re.compile(r"""\b(?:id|name)=["']([^"']*)["']""")
 
 # In-page helpers shared by the checks below (plain DOM, no page library assumed).
 JS_HELPERS = r"""
-const SKIP = 'pre, code, script, style, textarea, kbd, samp, aside.notes, .tex2jax_ignore, '
+const SKIP = 'pre, code, script, style, textarea, kbd, samp, aside.notes, '
            + '.MathJax, .MathJax_Display, .MathJax_Preview, .MathJax_CHTML, mjx-container, '
-           + '[class*="highlight"]';
+           + '.highlight';
 const RAW_MATH = /\$\$|\\\(|\\\[|\$[^$\s][^$]*\$/;
 // Rendered for the reader: not display:none, not visibility:hidden, not in a closed <details>.
 function shown(el) {
@@ -104,9 +104,8 @@ async () => {
   const solutions = [];
   for (const cell of document.querySelectorAll('[class*="tag_solution"]')) {
     const outs = cell.querySelectorAll('.jp-OutputArea-output, .cell_output, .output_area, .output');
-    if ([...outs].some(o => shown(o) && o.getBoundingClientRect().height > 0)) {
-      solutions.push(label(cell) || (cell.innerText || '').trim().slice(0, 50));
-    }
+    const seen = [...outs].find(o => shown(o) && o.getBoundingClientRect().height > 0);
+    if (seen) solutions.push((seen.innerText || '').replace(/\s+/g, ' ').trim().slice(0, 50));
   }
   const links = [...document.querySelectorAll('a[href]')].map(a => a.href)
     .filter(h => h.startsWith('file:'));
