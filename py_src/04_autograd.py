@@ -46,6 +46,10 @@
 # >   [Counting a whole network](#Counting-a-whole-network).
 # > - "Every trainable parameter gets a gradient": only those that took part in the loss;
 # >   the others keep `grad = None`: [§4.3 Gradients take memory](#§4.3-Gradients-take-memory).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# > **Errata in the notes** (continued).
+# >
 # > - Activations are $(L + 1) \cdot B \cdot D$, not $B \cdot L \cdot D$: autograd also keeps
 # >   the data batch $x$, the first layer's input:
 # >   [Activation memory, measured exactly](#Activation-memory,-measured-exactly).
