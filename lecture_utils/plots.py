@@ -94,7 +94,7 @@ def plot_strides(x: torch.Tensor, title: str | None = None):
     return fig
 
 
-ROOFLINE_FIGSIZE = (8.0, 4.5)  # fixed, so the figure's text repr never depends on the data
+ROOFLINE_FIGSIZE = (12.0, 6.0)  # fixed, so the figure's text repr never depends on the data
 
 
 def plot_roofline(points, peak_flops, bandwidth, title=None):
@@ -114,7 +114,8 @@ def plot_roofline(points, peak_flops, bandwidth, title=None):
     x = np.union1d(np.geomspace(x_lo, x_hi, 200), [ridge])  # sorted, with the kink exactly
     ceiling = np.minimum(peak, bw * x)
 
-    fig, ax = plt.subplots(figsize=ROOFLINE_FIGSIZE)
+    # constrained layout makes room for the legend beside the axes: nothing leaves the figure
+    fig, ax = plt.subplots(figsize=ROOFLINE_FIGSIZE, layout="constrained")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.axvspan(x_lo, ridge, color="0.5", alpha=0.06, lw=0)
@@ -124,11 +125,11 @@ def plot_roofline(points, peak_flops, bandwidth, title=None):
     left_part = math.log(ridge / x_lo) / math.log(x_hi / x_lo)  # where the ridge sits, 0..1
     ax.annotate(f"ridge: {ridge:.3g} FLOP/byte", (ridge, peak), textcoords="offset points",
                 xytext=(-6, 6) if left_part > 0.4 else (6, 6),
-                ha="right" if left_part > 0.4 else "left", fontsize=8)
+                ha="right" if left_part > 0.4 else "left", fontsize=12)
     ax.text(0.01, 0.98, "← memory-bound", transform=ax.transAxes, ha="left", va="top",
-            fontsize=8, color="0.3")
+            fontsize=12, color="0.3")
     ax.text(0.99, 0.98, "compute-bound →", transform=ax.transAxes, ha="right", va="top",
-            fontsize=8, color="0.3")
+            fontsize=12, color="0.3")
     cmap = plt.get_cmap("tab10")
     colors = [cmap(i % 10) for i in range(len(checked))]
     xs, ys = [p[1] for p in checked], [p[2] for p in checked]
@@ -138,14 +139,14 @@ def plot_roofline(points, peak_flops, bandwidth, title=None):
     handles = [ceiling_line] + [Line2D([], [], ls="none", marker="o", color=c) for c in colors]
     labels = [f"ceiling = min(peak {peak:.3g} FLOP/s,\n  {bw:.3g} B/s × intensity)"]
     labels += [p[0] for p in checked]
-    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7,
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=12,
               frameon=False, borderaxespad=0)
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(min(*ys, bw * x_lo) / 2, max(*ys, peak) * 3)
-    ax.set_xlabel("arithmetic intensity (FLOP / byte moved)")
-    ax.set_ylabel("achieved FLOP/s")
-    ax.set_title(title or "roofline", loc="left", fontsize=10)
-    fig.tight_layout()
+    ax.set_xlabel("arithmetic intensity (FLOP / byte moved)", fontsize=13)
+    ax.set_ylabel("achieved FLOP/s", fontsize=13)
+    ax.tick_params(labelsize=12)
+    ax.set_title(title or "roofline", loc="left", fontsize=14)
     return fig
 
 

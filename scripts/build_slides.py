@@ -66,6 +66,8 @@ TEMPLATE = r"""
   white-space: pre;
   overflow: visible;
 }
+/* JupyterLab's CSS makes the editor a table cell, where max-height does nothing. */
+.reveal .jp-InputArea-editor { display: block; }
 .reveal .jp-RenderedImage img { max-height: {{ resources.deck.max_box }}px; width: auto; }
 .reveal .jp-RenderedMarkdown table { font-size: 80%; }
 /* The white theme upper-cases headings; `view` and VIEW are not the same name. */

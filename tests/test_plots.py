@@ -178,3 +178,16 @@ def test_saving_the_curves_is_atomic(tmp_path, monkeypatch):
         plot_training_curves(RECORDS, target)
     assert target.read_bytes() == good  # the old figure, whole
     assert [p.name for p in tmp_path.iterdir()] == ["curves.png"]  # no temporary left behind
+
+
+def test_roofline_text_is_projector_sized_and_inside_the_figure():
+    fig = plot_roofline(POINTS, PEAK, BW)
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    assert all(t.get_fontsize() >= 12 for t in legend.get_texts())
+    assert all(t.get_fontsize() >= 12 for t in ax.texts)  # ridge label, memory/compute-bound
+    fig.canvas.draw()
+    renderer, box = fig.canvas.get_renderer(), fig.bbox
+    for artist in [legend, ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts]:
+        b = artist.get_window_extent(renderer)
+        assert b.x0 >= 0 and b.y0 >= 0 and b.x1 <= box.x1 and b.y1 <= box.y1, artist
