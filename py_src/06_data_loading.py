@@ -12,7 +12,7 @@
 #     name: pytorch-resource-accounting
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 06 · Data loading: tokens on disk, batches on the GPU
 #
 # The earlier notebooks counted bytes and FLOPs inside the model. This one follows the
@@ -25,7 +25,7 @@
 # Every `✓` line is an assertion; `[measured]` lines depend on the machine. The notebook
 # runs on a CPU and on a CUDA GPU; the host-to-device cells need a GPU and say so elsewhere.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # > **Errata in the notes.** Corrections this notebook makes to the lecture notes, each
 # > shown (and checked) in the section named:
 # >
@@ -42,7 +42,7 @@
 from lecture_utils import setup
 device = setup()
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 import gc
 import json
 import math
@@ -57,7 +57,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lecture_utils import check, check_raises, cuda_only, get_device, measured
+from lecture_utils import check, check_answer, check_raises, cuda_only, get_device, measured
 from lecture_utils.bench import time_fn
 from lecture_utils.data import EOT, Prefetcher, data_dir, load_tokens, write_tokens
 from lecture_utils.memory import format_bytes, tensor_bytes
@@ -67,13 +67,19 @@ ON_GPU = device.type == "cuda"
 scratch = tempfile.TemporaryDirectory()  # every file this notebook writes; removed at the end
 TMP = Path(scratch.name)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §6 Data loading: do not read it all into memory
 #
 # To a language model the training data is one long sequence of integers, the tokenizer's
 # output (Lecture 1). A large corpus is trillions of tokens, terabytes on disk, so the notes
 # store the ids compactly on disk and **memory-map** the file.
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Tokens live on disk as uint16 with a JSON sidecar; memory-map, never read it all.
+# - Run the memmap cell live: a batch of 8 windows reads 16,400 bytes but touches 12 pages (48 KiB) of the file.
+# - Then the notes' two bugs: np.memmap on a .npy reads the header as 64 tokens; their get_batch never draws the last window.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The data: token ids on disk
 #
 # The course ships a small corpus, *The Jargon File* and *The Devil's Dictionary*
@@ -85,7 +91,7 @@ TMP = Path(scratch.name)
 # `$LECTURE_DATA` if set, else the copy installed with the package, else the checkout's
 # `data/`.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 TOKENS = data_dir() / "tokens"
 train = load_tokens(TOKENS / "train.bin")
 val = load_tokens(TOKENS / "val.bin")
@@ -106,14 +112,14 @@ check("largest id in either split < vocabulary", int(max(train.max(), val.max())
 check("load_tokens returns a read-only memmap", (type(train).__name__, train.flags.writeable),
       ("memmap", False))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The ids mean nothing without the tokenizer that made them. We load it, check it against
 # the sidecar, and decode the first 30 tokens of the validation split (the header of the
 # dictionary file the corpus starts with), then one whole document at position 527, an
 # entry of *The Devil's Dictionary*, token by token (each `|` is a token boundary). It ends
 # with `<|endoftext|>`, the separator between documents:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 from tokenizers import Tokenizer  # Hugging Face's, the library that trained it
 
 tokenizer = Tokenizer.from_file(str(data_dir() / "tokenizer.json"))
@@ -136,7 +142,7 @@ check("the document ends with <|endoftext|>", doc[-1], eot_id)
 check("decode then encode gives the same ids back",
       tokenizer.encode(tokenizer.decode(doc[:-1])).ids, doc[:-1])
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # How much text does a token carry? Bytes of text per token turn a token count into a
 # corpus size (a larger vocabulary, trained on more text, packs more into a token):
 
@@ -152,7 +158,7 @@ corpus_bytes = sum(f.stat().st_size for f in (data_dir() / "corpus").glob("*.txt
 check("whole corpus: file bytes / all tokens (data/README's 'about 3.7')",
       round(corpus_bytes / (meta["train"]["n_tokens"] + meta["val"]["n_tokens"]), 2), 3.74)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The notes' `np.memmap("tokens.npy", ...)` reads the header as tokens
 #
 # The notes open the token file with `np.memmap("tokens.npy", dtype=np.uint16, mode="r")`.
@@ -161,7 +167,7 @@ check("whole corpus: file bytes / all tokens (data/README's 'about 3.7')",
 # header's bytes become the first "tokens". We save 1,000 real tokens with `np.save` and
 # map the file both ways:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 some_ids = np.array(val[:1000])  # an in-memory copy
 npy = TMP / "tokens.npy"
 np.save(npy, some_ids)
@@ -179,12 +185,13 @@ check("np.load(mmap_mode='r') parses the header: a memmap, offset, data",
       (type(right).__name__, right.offset, np.array_equal(right, some_ids)), ("memmap", 128, True))
 del wrong, right
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The damage is real: the 64 header "ids" are mostly invalid (an index error in the
 # embedding, or a device-side assert on a GPU), the length is wrong, and every position
 # kept elsewhere (document offsets, a split by index) is off by 64. Keep raw `.bin` files
 # with a sidecar, as the course does, or open a `.npy` with `np.load(path, mmap_mode="r")`.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Mapping versus reading: what lands in this process's memory
 #
 # `np.memmap` maps the file into the process's virtual address space. Nothing is read
@@ -195,7 +202,7 @@ del wrong, right
 # and work out the pages they touch before touching the file. Eight windows of 1,025
 # tokens (1,024 inputs and the one extra target) are 16,400 bytes of data:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 BIG = TMP / "big.bin"
 COPIES = 330
 block = np.asarray(train).tobytes()
@@ -220,14 +227,14 @@ check("bytes the batch reads", RSS_BATCH * (RSS_SEQ + 1) * 2, 16_400)
 check("distinct 4 KiB pages they lie on", len(touched), 12)
 check("...that is, this much of the file", len(touched) * PAGE, 49_152)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Now the measurement. A process's **resident set size** (RSS) is the physical memory
 # mapped into it now; Linux's `/proc/self/status` splits it into anonymous memory
 # (`RssAnon`: heap, numpy arrays) and file-backed pages (`RssFile`: mapped files). We read
 # it before and after mapping the file, and after reading the batch (`[measured]`: it
 # depends on the kernel; without `/proc` the cell says so and skips):
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 HAVE_PROC = Path("/proc/self/status").exists()
 
 
@@ -266,10 +273,10 @@ else:
     assert grown(r_start, r_batch) * 1e6 < 0.1 * big_bytes, r_batch     # a batch reads ~nothing
 check("the batch read: 8 windows x 1,025 tokens", batch.shape, (8, 1025))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Now the same file read the ordinary way, with `np.fromfile`, after dropping the map:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 del mapped, batch
 gc.collect()
 r_before = rss()
@@ -292,7 +299,7 @@ check("np.fromfile read every token", n_read, big_tokens)
 BIG.unlink()
 check("big.bin removed", not BIG.exists(), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # What the numbers say, and what they do not:
 #
 # * **Mapping costs nothing, a batch costs megabytes, reading costs the file.** Eight
@@ -308,7 +315,8 @@ check("big.bin removed", not BIG.exists(), True)
 #   drop, so for a moment the data sits in RAM twice.
 # * **A full pass is not free.** Touch every token and every page becomes resident, but
 #   reclaimable: a 30 TB dataset can be streamed on a machine with far less RAM.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### uint16 versus int64
 #
 # The notes choose uint16 deliberately: a token id costs 2 bytes instead of int64's 8,
@@ -318,7 +326,7 @@ check("big.bin removed", not BIG.exists(), True)
 # does the same); only a Python literal is range-checked. `write_tokens` refuses both a
 # vocabulary that does not fit and an id outside the declared vocabulary:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 as_int64 = np.asarray(train).astype(np.int64)  # the whole split, widened
 print(f"train: uint16 {format_bytes(train.nbytes)}, int64 {format_bytes(as_int64.nbytes)}")
 check("train as uint16 (bytes)", train.nbytes, 910_806)
@@ -346,7 +354,7 @@ print("   ", err)
 check("...and neither wrote a file", not any((TMP / n).exists() for n in ("too_big.bin",
       "out_of_range.bin")), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The ids must be widened before they reach the model. `torch.from_numpy` keeps the dtype,
 # and PyTorch can store a `torch.uint16` tensor but not index with it. The notes say
 # indexing "requires int64"; precisely, `nn.Embedding` takes int32 or int64 ids and
@@ -354,7 +362,7 @@ check("...and neither wrote a file", not any((TMP / n).exists() for n in ("too_b
 # (`torch.from_numpy` on the read-only memmap also warns; the `astype(np.int64)` copy in
 # `get_batch` avoids both problems at once.)
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 ids16 = np.array(val[:8])  # a writable uint16 copy
 as_tensor = torch.from_numpy(ids16)
 check("torch.from_numpy(uint16 array).dtype", as_tensor.dtype, torch.uint16)
@@ -374,10 +382,11 @@ with warnings.catch_warnings(record=True) as caught:
 check("torch.from_numpy(read-only memmap) warns 'not writable'",
       ["not writable" in str(w.message) for w in caught], [True])
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # So a batch is widened to int64 on its way to the model, and only the batch: 64 × 1,024
 # tokens are 512 KiB as int64, while the dataset stays uint16 on disk.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The notes' `get_batch` and the vectorised one
 #
 # The notes' sampler draws `batch_size` random starts and slices one window per start in a
@@ -392,7 +401,7 @@ def get_batch_lecture(data, batch_size, seq_len, device):
     y = torch.stack([torch.from_numpy(data[i + 1:i + seq_len + 1].astype(np.int64)) for i in starts])
     return x.to(device), y.to(device)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The vectorised sampler has no loop over the batch. `sample_windows` makes one
 # `(batch, seq_len + 1)` array of positions and reads every window with one fancy index:
 # one gather for the whole batch, widened to int64 once. `get_batch` sends the windows to
@@ -401,7 +410,7 @@ def get_batch_lecture(data, batch_size, seq_len, device):
 # `torch.Generator`, so sampling is reproducible (and checkpointable) without touching the
 # global seed.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/data.py
 def sample_windows(data, batch_size, seq_len, generator=None):
     """(batch_size, seq_len + 1) int64 windows of `data` at uniform random starts, on the CPU."""
@@ -421,7 +430,7 @@ def get_batch(data, batch_size, seq_len, device, generator=None):
         windows = windows.to(device)
     return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 x, y = get_batch(val, 4, 16, device, generator=torch.Generator().manual_seed(0))
 check("get_batch: x and y are int64", (x.dtype, y.dtype), (torch.int64, torch.int64))
 check("...batch x 16 tokens each", tuple(x.shape), (4, 16))
@@ -438,7 +447,7 @@ check("...widened per batch: int64 bytes of x + y", tensor_bytes(x) + tensor_byt
 # last token, and the two samplers return identical batches from the same seed: apart
 # from the range they are the same algorithm.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 B, T, SEED = 8, 64, 3
 torch.manual_seed(SEED)  # the notes' version uses the global generator
 notes_starts = torch.randint(len(train) - T - 1, (B,))
@@ -454,12 +463,12 @@ x_ours, y_ours = get_batch(train[:-1], B, T, "cpu", generator=torch.Generator().
 check("same seed, same range: x identical", torch.equal(x_notes, x_ours), True)
 check("...and y identical", torch.equal(y_notes, y_ours), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The off-by-one is easiest to see on a toy dataset where token $i$ sits at position $i$,
 # so a window's first token *is* its start. With 10 tokens and `seq_len = 4` there are six
 # valid starts, 0 to 5:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 toy = np.arange(10, dtype=np.uint16)
 torch.manual_seed(0)
 x_notes, y_notes = get_batch_lecture(toy, 1000, 4, "cpu")
@@ -475,7 +484,7 @@ check_raises("the notes' version, len == seq_len + 1 (one valid window)", Runtim
              get_batch_lecture, toy[:5], 1, 4, "cpu")
 check("get_batch returns that window", get_batch(toy[:5], 1, 4, "cpu")[0].tolist(), [[0, 1, 2, 3]])
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # On a real corpus the bug is harmless: one start in 455,000 is never drawn, so the last
 # token is never a target. On tiny data it shows: with exactly one valid window the notes'
 # version calls `randint(0)` and fails.
@@ -485,7 +494,7 @@ check("get_batch returns that window", get_batch(toy[:5], 1, 4, "cpu")[0].tolist
 # reach 191) and compare the counts per start with uniform by a χ² statistic: for $k$
 # equally likely starts it has mean $k - 1$ and standard deviation $\sqrt{2(k-1)} \approx 20$.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 hist_data = np.arange(200, dtype=np.uint16)
 DRAWS, T_H = 20_000, 8
 n_valid = len(hist_data) - T_H
@@ -506,6 +515,7 @@ for name, c in counts.items():
 check("the last valid start: drawn by (notes, get_batch)",
       (bool(counts["notes"][-1]), bool(counts["get_batch"][-1])), (False, True))
 
+# %% caption="Windows drawn per start by the notes' sampler and by get_batch over 20,000 draws: both uniform, but the notes' never draws the last start." slideshow={"slide_type": "subslide"}
 BIN = 16
 fig, ax = plt.subplots(figsize=(6.0, 3.0))
 for name, c in counts.items():
@@ -518,7 +528,7 @@ ax.set_title("20,000 starts from each sampler: both uniform (the notes never dra
 ax.legend(frameon=False, loc="lower left", fontsize=8)
 plt.show()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Throughput.** The distribution is the same; the cost is not. For a batch of 64 the
 # notes' version runs 2 × 64 slices, `astype` calls and tensor constructions in Python,
 # then a `torch.stack` that copies everything again; the vectorised one does one gather
@@ -526,7 +536,7 @@ plt.show()
 # a CPU), on one thread: sampling runs on one thread in practice (the `Prefetcher` below
 # uses one), and a small op split over two busy cores makes timings swing tenfold.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 threads = torch.get_num_threads()
 torch.set_num_threads(1)
 try:
@@ -540,7 +550,7 @@ measured("speedup", t_notes / t_ours, "x")
 measured("vectorised throughput", 64 * 1024 / t_ours / 1e6, "M tokens/s")
 assert t_notes / t_ours > 2, (t_notes, t_ours)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §6.1 Pinned memory
 #
 # A host-to-device copy is done by the GPU's DMA (copy) engines, which read host memory
@@ -558,12 +568,18 @@ assert t_notes / t_ours > 2, (t_notes, t_ours)
 #
 # `get_batch` does exactly this on CUDA. Every pinned page is one the kernel cannot
 # reclaim, so one pins batch-sized buffers, never the dataset.
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Pageable memory costs one extra CPU copy into a staging buffer; pinned memory lets the DMA engine read it directly.
+# - The GPU cells are skipped on a CPU laptop: say what they measure.
+# - Point at the timeline figure: with the Prefetcher the loads hide under compute.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The cells below need a CUDA GPU; elsewhere each prints one line saying so. The first
 # times a 256 MiB copy to the GPU from pageable and from pinned memory (the `make bench`
 # target on an H100/H200 is at least 45 GB/s pinned):
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 COPY_BYTES = 256 * 2**20
 if cuda_only(device, "timing pageable versus pinned host-to-device copies"):
     pageable = torch.ones(COPY_BYTES // 4)  # float32 on the host, ordinary memory
@@ -578,14 +594,14 @@ if cuda_only(device, "timing pageable versus pinned host-to-device copies"):
     measured("pinned / pageable", rate["pinned"] / rate["pageable"], "x", per_device=True)
     assert rate["pinned"] > rate["pageable"], rate
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **What `non_blocking=True` does.** From pinned memory the copy is queued and the call
 # returns at once; the CPU learns that it is done only when it synchronises. From pageable
 # memory the CPU must first stage the data, so the call returns only when nearly the whole
 # copy is done, `non_blocking` or not. We time the *call* and the *copy* with the host
 # clock (`torch.utils.benchmark` synchronises, so it sees only the copy), best of five:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 if cuda_only(device, "timing when a non_blocking copy returns"):
     def call_and_copy_seconds(src):
         """(seconds until .copy_ returns, seconds until the copy is done), best of 5."""
@@ -608,7 +624,7 @@ if cuda_only(device, "timing when a non_blocking copy returns"):
     assert returns["pinned"][0] < 0.1 * returns["pinned"][1], returns       # returns at once
     assert returns["pageable"][0] > 0.5 * returns["pageable"][1], returns   # waits for the copy
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **What overlaps with what.** The host overlaps for sure: the CPU prepares the next batch
 # while the copy runs. On the GPU, work on one CUDA *stream* runs in order, so a copy on
 # the computing stream waits for the compute before it, and the compute after it waits for
@@ -616,7 +632,7 @@ if cuda_only(device, "timing when a non_blocking copy returns"):
 # a second stream (as the `Prefetcher` does). We queue four bf16 matmuls and a 256 MiB
 # pinned copy on one stream, then the copy on a side stream:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 if cuda_only(device, "overlapping a copy with compute on a second stream"):
     a = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
     side = torch.cuda.Stream(device)
@@ -648,7 +664,7 @@ if cuda_only(device, "overlapping a copy with compute on a second stream"):
     del a, pageable, pinned, on_gpu
     torch.cuda.empty_cache()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Overlap: prepare the next batch while this one computes
 #
 # The notes' ideal pipeline: while the GPU computes on this batch, the CPU samples the
@@ -668,13 +684,13 @@ check("Prefetcher == get_batch, same seed (3 batches, x and y)",
 check("...on the device", all(t.device.type == device.type for pb in prefetched for t in pb),
       True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Now a training step (forward and backward of the course's tiny GPT) fed three ways:
 # from one batch already on the device (the floor: no data loading), from `get_batch`
 # inline, and from the `Prefetcher`. The batch is 4 × 64 tokens on a CPU, 16 × 128 on a
 # GPU. On a CPU the step runs on one thread, leaving the other core to the loader thread.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 BATCH, SEQ = (16, 128) if ON_GPU else (4, 64)
 if not ON_GPU:
     torch.set_num_threads(1)  # restored at the end of the notebook
@@ -706,7 +722,7 @@ if ON_GPU:
     assert t_data < 0.25 * t_fixed, (t_data, t_fixed)  # token batches are cheap to make
     assert t_prefetched < 1.2 * t_fixed, (t_prefetched, t_fixed)  # and loading is hidden
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Sampling token ids from a local memory-mapped file is cheap: a fraction of a
 # millisecond, next to a step of milliseconds on a GPU and tens of milliseconds here. The
 # prefetcher has little to hide; on a GPU it brings the step to within a few percent of the
@@ -719,7 +735,7 @@ if ON_GPU:
 # first waits one step. Waiting uses no core and releases the interpreter lock, so even on
 # two cores a background thread can wait while the step computes:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 class SlowStorage(np.ndarray):
     """Token ids behind storage that takes `delay` seconds to answer every read."""
 
@@ -744,14 +760,14 @@ measured("step, slow storage, Prefetcher", t_slow_prefetched * 1e3, "ms")
 if ON_GPU:  # on a CPU shared with other jobs, the step time itself can swing 10x
     assert t_slow_prefetched < 0.9 * t_slow_inline, (t_slow_prefetched, t_slow_inline)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Inline, every step pays the latency on top of the compute; with the prefetcher the wait
 # happens during the previous step, and the step returns to about the floor (asserted on a
 # GPU only: on a shared CPU the step time itself swings tenfold). A prefetcher hides
 # loading only up to one step's length; beyond that the fix is more loading threads or
 # processes (`torch.utils.data.DataLoader`'s `num_workers`), not a deeper queue.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The timeline: when each batch is loaded and when it is used
 #
 # The step times above are averages. To *see* the overlap we record timestamps instead:
@@ -762,7 +778,7 @@ if ON_GPU:  # on a CPU shared with other jobs, the step time itself can swing 10
 # first read. (The prefetcher also reads ahead past step 6; only the first six reads are
 # drawn.)
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 class TimedStorage(SlowStorage):
     """SlowStorage that logs (thread id, start, end) of every read."""
 
@@ -825,6 +841,7 @@ measured("storage latency per read = one fake compute", TimedStorage.delay * 1e3
 measured(f"{TL_STEPS} steps, inline", (tl_inline[-1][1] - loads_inline[0][0]) * 1e3, "ms")
 measured(f"{TL_STEPS} steps, Prefetcher", (tl_pref[-1][1] - loads_pref[0][0]) * 1e3, "ms")
 
+# %% caption="Timeline of loads and computes for get_batch inline and for the Prefetcher: the background thread hides each load under the previous compute." slideshow={"slide_type": "subslide"}
 fig, axes = plt.subplots(2, 1, figsize=(10, 5), sharex=True)
 for ax, (title, loads, computes) in zip(
         axes, (("get_batch inline", loads_inline, tl_inline),
@@ -844,7 +861,7 @@ fig.suptitle(f"{TL_STEPS} steps, storage latency = one compute", fontsize=14)
 fig.tight_layout(rect=(0, 0.07, 1, 1))
 plt.show()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Inline, the bars alternate: the step waits for its read, then computes, so the run takes
 # about twice the compute. With the prefetcher the next read sits under the current
 # compute, and after the first read the compute bars follow each other almost without
@@ -855,7 +872,7 @@ torch.set_num_threads(threads)
 scratch.cleanup()
 check("temporary folder removed", not TMP.exists(), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember
 #
 # - Memory-map the token file: only the pages a batch touches are read, so a corpus far
@@ -867,19 +884,43 @@ check("temporary folder removed", not TMP.exists(), True)
 #   gather, with a seeded generator for reproducible batches.
 # - Pinned host memory and `non_blocking=True` let the host-to-device copy overlap
 #   compute; a prefetcher hides loading up to one step's length.
-#
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Read the bullets; the two numbers: 2 bytes per token on disk, 8 per token in a batch.
+# - Ask: why is uint16 wrong for Llama 3's vocabulary (128,256 ids need 17 bits)?
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
 #
-# The notes' self-test has no question on data loading; here are two of our own. Try each
-# before you expand the hidden solution below it.
-#
-# ### Q6a. How big is a 15T-token dataset?
+# The notes' self-test has no question on data loading; here are two of our own. Fill in the
+# `...` in each exercise cell, then run it and the check cell below it: the check says "not
+# answered yet", right, or not right yet, without giving the answer away. Expand the hidden
+# solution cell only after you have tried.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - E6.1 is dtype arithmetic for 15T tokens; E6.2 follows one batch from disk pages to GPU bytes.
+# - Give two minutes each, then run the check cells live.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### E6.1 How big is a 15T-token dataset?
 #
 # The §1.1 model trains on 15T tokens. How many bytes is that stored as uint16, and as
 # int64? Llama 3's vocabulary has 128,256 tokens: which unsigned dtype does it need, and
-# what does the dataset cost then? Give decimal and binary units (`format_bytes`).
+# what does the dataset cost then? (`format_bytes` gives decimal and binary units.)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% tags=["exercise"]
+e6_1_uint16_bytes = ...  # bytes of 15T token ids stored as uint16
+e6_1_int64_bytes = ...  # bytes of the same ids as int64
+e6_1_llama3_dtype = ...  # smallest unsigned numpy dtype for 128,256 ids, as a string, e.g. "uint8"
+e6_1_llama3_bytes = ...  # bytes of the 15T-token dataset in that dtype
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+check_answer("E6.1 uint16 bytes", e6_1_uint16_bytes, 30e12, rel=1e-9)
+check_answer("E6.1 int64 bytes", e6_1_int64_bytes, 120e12, rel=1e-9)
+check_answer("E6.1 dtype for 128,256 ids", e6_1_llama3_dtype, "uint32")
+check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes, 60e12, rel=1e-9)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. 15e12 tokens x 2 bytes = 30 TB (27.3 TiB) in uint16, x 8 bytes = 120 TB (109 TiB)
 # in int64: 4x more, for ids that never exceed 16 bits. 128,256 ids need 17 bits, so
 # uint16 cannot hold them (ids above 65,535 would wrap); the next size, uint32, makes the
@@ -896,9 +937,16 @@ check("bits needed for 128,256 ids", (128_256 - 1).bit_length(), 17)
 check("smallest unsigned dtype that holds them",
       next(t for t in ("uint8", "uint16", "uint32") if np.iinfo(t).max >= 128_255), "uint32")
 check("Llama 3 vocabulary, uint32", format_bytes(dataset["uint32"]), "60 TB (54.6 TiB)")
+e6_1_uint16_bytes, e6_1_int64_bytes = dataset["uint16"], dataset["int64"]
+e6_1_llama3_dtype = next(t for t in ("uint8", "uint16", "uint32") if np.iinfo(t).max >= 128_255)
+e6_1_llama3_bytes = dataset[e6_1_llama3_dtype]
+check_answer("E6.1 uint16 bytes", e6_1_uint16_bytes, 30e12, rel=1e-9)
+check_answer("E6.1 int64 bytes", e6_1_int64_bytes, 120e12, rel=1e-9)
+check_answer("E6.1 dtype for 128,256 ids", e6_1_llama3_dtype, "uint32")
+check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes, 60e12, rel=1e-9)
 
-# %% [markdown]
-# ### Q6b. What does one batch cost?
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### E6.2 What does one batch cost?
 #
 # A run samples batches of 64 random windows of 1,024 tokens from that 30 TB uint16 file
 # with the vectorised `get_batch`. Per step:
@@ -910,7 +958,23 @@ check("Llama 3 vocabulary, uint32", format_bytes(dataset["uint32"]), "60 TB (54.
 # 3. How big are `x` and `y` on the GPU, as int64? How many such batches would fit in
 #    80 GB of GPU memory?
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% tags=["exercise"]
+e6_2_batch_bytes = ...  # 1. bytes of token ids in one batch, as stored (uint16)
+e6_2_pages_max = ...  # 2. 4 KiB pages one window touches, at most
+e6_2_pages_mean = ...  # 2. ...and on average
+e6_2_read_bytes = ...  # 2. bytes read from disk per batch, nothing cached (whole pages)
+e6_2_xy_bytes = ...  # 3. bytes of x and y together on the GPU, as int64
+e6_2_batches_80gb = ...  # 3. how many such (x, y) pairs fit in 80e9 bytes
+
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+check_answer("E6.2 1. batch bytes on disk", e6_2_batch_bytes, 131_200)
+check_answer("E6.2 2. pages per window, at most", e6_2_pages_max, 2)
+check_answer("E6.2 2. pages per window, on average", e6_2_pages_mean, 1.5, rel=1e-6)
+check_answer("E6.2 2. bytes read per batch", e6_2_read_bytes, 393_216, rel=1e-6)
+check_answer("E6.2 3. x + y bytes", e6_2_xy_bytes, 1_048_576)
+check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb, 76_293)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. (1) 64 windows x 1,025 tokens x 2 bytes = 131,200 bytes (x and y share all but one
 # token per window). (2) A window is 2,050 bytes, at most 2 pages. Its start is an even
 # byte offset, uniform within a page, and it crosses into a second page when it starts in
@@ -932,3 +996,12 @@ check("   read amplification", round(read_per_batch / (B * window_bytes), 2), 3.
 xy_bytes = 2 * tensor_bytes((B, T), torch.int64)
 check("3. x + y on the GPU", format_bytes(xy_bytes), "1.05 MB (1 MiB)")
 check("   batches in 80 GB", int(80e9 // xy_bytes), 76_293)
+e6_2_batch_bytes, e6_2_pages_max = B * window_bytes, (window_bytes - 2) // PAGE + 2
+e6_2_pages_mean, e6_2_read_bytes = 1 + (window_bytes - 2) / PAGE, read_per_batch
+e6_2_xy_bytes, e6_2_batches_80gb = xy_bytes, int(80e9 // xy_bytes)
+check_answer("E6.2 1. batch bytes on disk", e6_2_batch_bytes, 131_200)
+check_answer("E6.2 2. pages per window, at most", e6_2_pages_max, 2)
+check_answer("E6.2 2. pages per window, on average", e6_2_pages_mean, 1.5, rel=1e-6)
+check_answer("E6.2 2. bytes read per batch", e6_2_read_bytes, 393_216, rel=1e-6)
+check_answer("E6.2 3. x + y bytes", e6_2_xy_bytes, 1_048_576)
+check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb, 76_293)
