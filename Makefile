@@ -46,17 +46,21 @@ lab: $(STAMP)  ## set up, then open JupyterLab in notebooks/
 # One intra-op thread per process under xdist: two workers (plus their notebook kernels)
 # on two cores otherwise oversubscribe, and OpenMP's spin-waiting doubles the CPU time.
 XDIST_ENV := OMP_NUM_THREADS=1
+# One worker per notebook (its cells share a kernel) and per test module or class; the
+# multi-process tests are classes of their own, queued first by tests/conftest.py, whose
+# order --no-loadscope-reorder keeps (xdist would otherwise start with the largest counts).
+XDIST_DIST := --dist loadscope --no-loadscope-reorder
 
 test: $(STAMP)  ## set up, then unit tests + nbval of every notebook (strict)
-	$(XDIST_ENV) $(BIN)/python -m pytest tests $(NOTEBOOKS) -n auto --dist loadscope \
+	$(XDIST_ENV) $(BIN)/python -m pytest tests $(NOTEBOOKS) -n auto $(XDIST_DIST) \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		--nbval-cell-timeout 120
 
 unit: $(STAMP)  ## unit tests only
-	$(XDIST_ENV) $(BIN)/python -m pytest tests -n auto --dist loadscope
+	$(XDIST_ENV) $(BIN)/python -m pytest tests -n auto $(XDIST_DIST)
 
 nbval: $(STAMP)  ## nbval only
-	$(XDIST_ENV) $(BIN)/python -m pytest $(NOTEBOOKS) -n auto --dist loadscope \
+	$(XDIST_ENV) $(BIN)/python -m pytest $(NOTEBOOKS) -n auto $(XDIST_DIST) \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 run: $(STAMP)  ## execute every notebook headless; HTML to build/; one row per notebook
