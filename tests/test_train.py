@@ -277,7 +277,9 @@ def test_seed_everything_and_deterministic_switch():
 
 def test_trainer_loss_falls_and_logs_every_step(tmp_path):
     cfg = train.TrainConfig(steps=20, batch_size=8, seq_len=32, warmup=2, val_every=10, lr=1e-2)
-    records = train.Trainer(cfg, tmp_path, progress=False, echo=lambda m: None).run()
+    trainer = train.Trainer(cfg, tmp_path, progress=False, echo=lambda m: None)
+    trainer.peak = 1e12  # FLOP/s: skips the CPU matmul benchmark (MFU is not what this test checks)
+    records = trainer.run()
     assert [r["step"] for r in records] == list(range(1, 21))
     assert records[-1]["loss"] < records[0]["loss"] - 1.0
     assert "val_loss" in records[9] and "val_loss" in records[19] and "val_loss" not in records[10]
@@ -313,6 +315,7 @@ def test_out_of_memory_halves_the_micro_batch(tmp_path, monkeypatch):
     cfg = train.TrainConfig(steps=2, batch_size=8, seq_len=16, warmup=0, val_every=0)
     messages = []
     trainer = train.Trainer(cfg, tmp_path, progress=False, echo=messages.append)
+    trainer.peak = 1e12  # no CPU matmul benchmark
     forward = trainer.model.forward
 
     def forward_that_ooms_on_big_batches(x):
@@ -406,33 +409,47 @@ def _losses(out: Path) -> dict[int, float]:
     return {r["step"]: r["loss"] for r in map(json.loads, (out / "log.jsonl").read_text().splitlines())}
 
 
-def test_sigkill_then_resume_is_bit_exact(tmp_path):
-    # One thread per process: bitwise reproducibility needs a fixed reduction order, and
-    # three processes share the CI machine's cores (see README, "Reproducibility").
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    common = ["--steps", "8", "--ckpt-every", "2", *FAST]
-    full = _cli(*common, "--out", str(tmp_path / "full"), env=env)
-    victim = _cli(*common, "--out", str(tmp_path / "killed"), env=env)
-    log = tmp_path / "killed" / "log.jsonl"
-    deadline = time.monotonic() + 120
-    while not (log.exists() and len(log.read_text().splitlines()) >= 5):  # past a checkpoint, mid-interval
-        assert victim.poll() is None and time.monotonic() < deadline, victim.communicate()
-        time.sleep(0.02)
-    victim.send_signal(signal.SIGKILL)
-    victim.wait()
-    resume_from = train.read_checkpoint(tmp_path / "killed" / "checkpoint.pt")["step"]
-    assert 2 <= resume_from < 8
-    resumed = _cli(*common, "--out", str(tmp_path / "killed"), "--resume", env=env)
-    assert resumed.wait(120) == 0, resumed.communicate()
-    assert full.wait(120) == 0, full.communicate()
-    a = train.read_checkpoint(tmp_path / "full" / "checkpoint.pt")
-    b = train.read_checkpoint(tmp_path / "killed" / "checkpoint.pt")
-    assert a["step"] == b["step"] == 8
-    for name, tensor in a["model"].items():
-        assert torch.equal(tensor, b["model"][name]), name  # bit-identical weights
-    full_losses, resumed_losses = _losses(tmp_path / "full"), _losses(tmp_path / "killed")
-    assert list(resumed_losses) == list(range(1, 9))  # no duplicated or missing steps
-    assert all(resumed_losses[s] == full_losses[s] for s in range(resume_from + 1, 9))
+@pytest.fixture
+def in_process_cli(monkeypatch):
+    """``train.main`` in this process, as the reference runs beside a real subprocess: one
+    thread (a bitwise comparison with a ``OMP_NUM_THREADS=1`` process needs the same
+    reduction order) and a fixed peak instead of the CPU matmul benchmark (MFU is not
+    checked here). Saves a Python start, a torch import and the benchmark per run."""
+    monkeypatch.setattr(train.Trainer, "_peak_flops", lambda self: 1e12)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield lambda *args: train.main(list(args))
+    torch.set_num_threads(threads)
+
+
+# Multi-process tests: each in a class, its own xdist unit (tests/conftest.py schedules them first).
+@pytest.mark.multiprocess
+class TestSigkillThenResume:  # its own xdist unit (tests/conftest.py)
+    def test_sigkill_then_resume_is_bit_exact(self, tmp_path, in_process_cli):
+        # One thread per process: bitwise reproducibility needs a fixed reduction order, and
+        # processes share the CI machine's cores (see README, "Reproducibility").
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        common = ["--steps", "8", "--ckpt-every", "2", *FAST]
+        victim = _cli(*common, "--out", str(tmp_path / "killed"), env=env)
+        log = tmp_path / "killed" / "log.jsonl"
+        deadline = time.monotonic() + 120
+        while not (log.exists() and len(log.read_text().splitlines()) >= 5):  # past a checkpoint, mid-interval
+            assert victim.poll() is None and time.monotonic() < deadline, victim.communicate()
+            time.sleep(0.02)  # polls the log itself: nothing else says the trainer got there
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        resume_from = train.read_checkpoint(tmp_path / "killed" / "checkpoint.pt")["step"]
+        assert 2 <= resume_from < 8
+        assert in_process_cli(*common, "--out", str(tmp_path / "killed"), "--resume") == 0
+        assert in_process_cli(*common, "--out", str(tmp_path / "full")) == 0  # the uninterrupted reference
+        a = train.read_checkpoint(tmp_path / "full" / "checkpoint.pt")
+        b = train.read_checkpoint(tmp_path / "killed" / "checkpoint.pt")
+        assert a["step"] == b["step"] == 8
+        for name, tensor in a["model"].items():
+            assert torch.equal(tensor, b["model"][name]), name  # bit-identical weights
+        full_losses, resumed_losses = _losses(tmp_path / "full"), _losses(tmp_path / "killed")
+        assert list(resumed_losses) == list(range(1, 9))  # no duplicated or missing steps
+        assert all(resumed_losses[s] == full_losses[s] for s in range(resume_from + 1, 9))
 
 
 @pytest.mark.parametrize(("args", "reason"), [
@@ -477,40 +494,40 @@ def test_resume_without_or_with_a_corrupt_checkpoint_is_a_clear_error(tmp_path, 
     assert len(err) == 1 and "truncated or corrupt" in err[0]
 
 
-def test_two_gloo_processes_match_one_process_and_shard_adamw(tmp_path):
-    """torchrun with 2 CPU processes (DDP, gloo, --zero1) against 1 process, same global batch."""
-    common = ["--steps", "4", "--batch-size", "4", "--seq-len", "32", "--warmup", "1", "--val-every", "0",
-              "--no-progress", "--device", "cpu"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ddp = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-                            "--master_addr=127.0.0.1", f"--master_port={port}", "-m", "lecture_utils.train",
-                            *common, "--zero1",
-                            "--out", str(tmp_path / "ddp")], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
-    single = _cli(*common, "--out", str(tmp_path / "one"), env=env)
-    assert single.wait(180) == 0, single.communicate()
-    try:
-        out, err = ddp.communicate(timeout=180)
-    finally:
-        ddp.kill()
-    assert ddp.returncode == 0, err
-    ddp_losses, one_losses = _losses(tmp_path / "ddp"), _losses(tmp_path / "one")
-    assert list(ddp_losses) == [1, 2, 3, 4]
-    for step, loss in one_losses.items():
-        assert ddp_losses[step] == pytest.approx(loss, rel=1e-5)
-    summary = json.loads((tmp_path / "ddp" / "summary.json").read_text())
-    full = json.loads((tmp_path / "one" / "summary.json").read_text())["optimizer_state_bytes_per_rank"][0]
-    per_rank = summary["optimizer_state_bytes_per_rank"]
-    assert summary["world_size"] == 2 and len(per_rank) == 2 and sum(per_rank) == full
-    assert all(abs(b / full - 0.5) < 0.2 for b in per_rank)  # whole tensors per rank: about half each
-    # The distributed checkpoint resumes in a single process, on the same trajectory.
-    for folder in ("ddp", "one"):
-        resumed = _cli(*[a if a != "4" or i != 1 else "6" for i, a in enumerate(common)], "--out",
-                       str(tmp_path / folder), "--resume", env=env)
-        assert resumed.wait(180) == 0, resumed.communicate()
-    ddp_losses, one_losses = _losses(tmp_path / "ddp"), _losses(tmp_path / "one")
-    assert list(ddp_losses) == list(range(1, 7))
-    assert ddp_losses[6] == pytest.approx(one_losses[6], rel=1e-5)
+@pytest.mark.multiprocess
+class TestTwoGlooProcesses:  # its own xdist unit (tests/conftest.py)
+    def test_two_gloo_processes_match_one_process_and_shard_adamw(self, tmp_path, in_process_cli):
+        """torchrun with 2 CPU processes (DDP, gloo, --zero1) against 1 process, same global batch."""
+        common = ["--batch-size", "4", "--seq-len", "32", "--warmup", "1", "--val-every", "0", "--no-progress",
+                  "--device", "cpu"]
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        ddp = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                                "--master_addr=127.0.0.1", f"--master_port={port}", "-m", "lecture_utils.train",
+                                "--steps", "4", *common, "--zero1",
+                                "--out", str(tmp_path / "ddp")], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        try:
+            # the one-process reference runs here while the two ranks run
+            assert in_process_cli("--steps", "4", *common, "--out", str(tmp_path / "one")) == 0
+            out, err = ddp.communicate(timeout=180)
+        finally:
+            ddp.kill()
+        assert ddp.returncode == 0, err
+        ddp_losses, one_losses = _losses(tmp_path / "ddp"), _losses(tmp_path / "one")
+        assert list(ddp_losses) == [1, 2, 3, 4]
+        for step, loss in one_losses.items():
+            assert ddp_losses[step] == pytest.approx(loss, rel=1e-5)
+        summary = json.loads((tmp_path / "ddp" / "summary.json").read_text())
+        full = json.loads((tmp_path / "one" / "summary.json").read_text())["optimizer_state_bytes_per_rank"][0]
+        per_rank = summary["optimizer_state_bytes_per_rank"]
+        assert summary["world_size"] == 2 and len(per_rank) == 2 and sum(per_rank) == full
+        assert all(abs(b / full - 0.5) < 0.2 for b in per_rank)  # whole tensors per rank: about half each
+        # The distributed checkpoint resumes in a single process, on the same trajectory.
+        for folder in ("ddp", "one"):
+            assert in_process_cli("--steps", "6", *common, "--out", str(tmp_path / folder), "--resume") == 0
+        ddp_losses, one_losses = _losses(tmp_path / "ddp"), _losses(tmp_path / "one")
+        assert list(ddp_losses) == list(range(1, 7))
+        assert ddp_losses[6] == pytest.approx(one_losses[6], rel=1e-5)
