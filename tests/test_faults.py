@@ -103,37 +103,36 @@ def test_torn_last_log_line_is_dropped_and_reported(tmp_path, capsys):
     assert (out / "log.jsonl").read_bytes() == damaged and _step(out) == 4  # left for the user to look at
 
 
-def test_sigkill_during_the_log_append_then_resume(tmp_path, capsys):
-    """A real kill while a log line is half written (the append is paused there), then --resume."""
-    out = tmp_path / "R"
-    script = (
-        "import sys, time\n"
-        "from lecture_utils.train import run\n"
-        "real = run.RunFolder.append\n"
-        "def append(self, record):\n"
-        "    if record['step'] == 3:\n"
-        "        with open(self.out / 'log.jsonl', 'a') as f:\n"
-        "            f.write('{\"step\": 3, \"loss\": 8.')\n"
-        "        (self.out / 'half-written').touch()\n"
-        "        time.sleep(60)\n"
-        "    real(self, record)\n"
-        "run.RunFolder.append = append\n"
-        "from lecture_utils.train import main\n"
-        f"sys.exit(main({['--steps', '4', '--out', str(out), '--ckpt-every', '1', *FAST]!r}))\n")
-    victim = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    deadline = time.monotonic() + 60
-    while not (out / "half-written").exists():
-        assert victim.poll() is None and time.monotonic() < deadline, victim.communicate()
-        time.sleep(0.02)
-    victim.send_signal(signal.SIGKILL)
-    victim.wait()
-    (out / "half-written").unlink()
-    assert (out / "log.jsonl").read_text().endswith('{"step": 3, "loss": 8.')
-    assert _step(out) == 2
-    code, lines, _ = _main(capsys, "--steps", "4", "--out", str(out), "--ckpt-every", "1", "--resume")
-    assert code == 0 and lines[0].startswith(f"{out / 'log.jsonl'} line 3 is torn")
-    assert len(_log(out)) == 4 and _step(out) == 4
+@pytest.mark.multiprocess
+class TestSigkillDuringLogAppend:  # its own xdist unit (tests/conftest.py)
+    def test_sigkill_during_the_log_append_then_resume(self, tmp_path, capsys, wait_for_line):
+        """A real kill while a log line is half written (the append is paused there), then --resume."""
+        out = tmp_path / "R"
+        script = (
+            "import sys, time\n"
+            "from lecture_utils.train import Trainer, run\n"
+            "Trainer._peak_flops = lambda self: 1e12  # no CPU matmul benchmark\n"
+            "real = run.RunFolder.append\n"
+            "def append(self, record):\n"
+            "    if record['step'] == 3:\n"
+            "        with open(self.out / 'log.jsonl', 'a') as f:\n"
+            "            f.write('{\"step\": 3, \"loss\": 8.')\n"
+            "        print('half-written', flush=True)\n"
+            "        time.sleep(60)  # SIGKILLed here\n"
+            "    real(self, record)\n"
+            "run.RunFolder.append = append\n"
+            "from lecture_utils.train import main\n"
+            f"sys.exit(main({['--steps', '4', '--out', str(out), '--ckpt-every', '1', *FAST]!r}))\n")
+        victim = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        wait_for_line(victim, "half-written")
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        assert (out / "log.jsonl").read_text().endswith('{"step": 3, "loss": 8.')
+        assert _step(out) == 2
+        code, lines, _ = _main(capsys, "--steps", "4", "--out", str(out), "--ckpt-every", "1", "--resume")
+        assert code == 0 and lines[0].startswith(f"{out / 'log.jsonl'} line 3 is torn")
+        assert len(_log(out)) == 4 and _step(out) == 4
 
 
 # --- 4. one trainer per folder
@@ -314,26 +313,28 @@ def test_sigterm_saves_a_checkpoint_at_the_current_step_and_the_resume_is_bit_ex
     assert [r["loss"] for r in _log(full)] == [r["loss"] for r in _log(out)]
 
 
-def test_ctrl_c_saves_a_checkpoint_at_the_current_step_and_exits_130(tmp_path, capsys):
-    """A real SIGINT to a real trainer process, then --resume finishes the run."""
-    out = tmp_path / "R"
-    victim = subprocess.Popen([sys.executable, "-m", "lecture_utils.train", "--steps", "12", *FAST, "--out",
-                               str(out)], cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"},
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    log, deadline = out / "log.jsonl", time.monotonic() + 60
-    while not (log.exists() and len(log.read_text().splitlines()) >= 2):
-        assert victim.poll() is None and time.monotonic() < deadline, victim.communicate()
-        time.sleep(0.01)
-    victim.send_signal(signal.SIGINT)
-    stdout, stderr = victim.communicate(timeout=60)
-    assert victim.returncode == 130 and stderr == "", stderr  # no traceback
-    stopped = _step(out)
-    assert 2 <= stopped < 12 and stdout.strip().splitlines()[-1] == (
-        f"stopped by SIGINT at step {stopped} of 12: checkpoint {out / 'checkpoint.pt'} is at step {stopped}; "
-        "continue with --resume")
-    assert len(_log(out)) == stopped and _no_temporaries(out)
-    assert _main(capsys, "--steps", "12", "--out", str(out), "--resume")[0] == 0
-    assert len(_log(out)) == 12 and _step(out) == 12
+@pytest.mark.multiprocess
+class TestCtrlC:  # its own xdist unit (tests/conftest.py)
+    def test_ctrl_c_saves_a_checkpoint_at_the_current_step_and_exits_130(self, tmp_path, capsys):
+        """A real SIGINT to a real trainer process, then --resume finishes the run."""
+        out = tmp_path / "R"
+        victim = subprocess.Popen([sys.executable, "-m", "lecture_utils.train", "--steps", "12", *FAST, "--out",
+                                   str(out)], cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        log, deadline = out / "log.jsonl", time.monotonic() + 60
+        while not (log.exists() and len(log.read_text().splitlines()) >= 2):
+            assert victim.poll() is None and time.monotonic() < deadline, victim.communicate()
+            time.sleep(0.01)  # polls the log itself: the real CLI says nothing else mid-run
+        victim.send_signal(signal.SIGINT)
+        stdout, stderr = victim.communicate(timeout=60)
+        assert victim.returncode == 130 and stderr == "", stderr  # no traceback
+        stopped = _step(out)
+        assert 2 <= stopped < 12 and stdout.strip().splitlines()[-1] == (
+            f"stopped by SIGINT at step {stopped} of 12: checkpoint {out / 'checkpoint.pt'} is at step {stopped}; "
+            "continue with --resume")
+        assert len(_log(out)) == stopped and _no_temporaries(out)
+        assert _main(capsys, "--steps", "12", "--out", str(out), "--resume")[0] == 0
+        assert len(_log(out)) == 12 and _step(out) == 12
 
 
 def test_flipped_bytes_in_the_tensor_data_are_detected(tmp_path, capsys):

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -79,15 +78,19 @@ def one_line(text: str) -> str:
 # --- item 3: `data prepare` never half-replaces the files
 
 
-def test_prepare_without_a_corpus_fails_before_touching_anything(tmp_path):
-    """The issue's reproduction: data/ without corpus/ (here a copy of it, through LECTURE_DATA)."""
+def test_prepare_without_a_corpus_fails_before_touching_anything(tmp_path, monkeypatch, capsys):
+    """The issue's reproduction: data/ without corpus/ (here a copy of it, through LECTURE_DATA).
+    Run in this process (a subprocess would add a Python start and a torch import): the
+    module's `python -m` entry is `sys.exit(main())`."""
     folder = tmp_path / "data"
     shutil.copytree(DATA_DIR, folder, ignore=shutil.ignore_patterns("corpus"))
     before = hashes(folder)
-    proc = subprocess.run([sys.executable, "-m", "lecture_utils.data", "prepare"], capture_output=True, text=True,
-                          env=env(LECTURE_DATA=str(folder)), cwd=tmp_path, timeout=60)
-    assert proc.returncode == 2 and proc.stdout == ""
-    assert one_line(proc.stderr) == (f"python -m lecture_utils.data: error: no .txt files in {folder / 'corpus'}; "
+    monkeypatch.setenv("LECTURE_DATA", str(folder))
+    with pytest.raises(SystemExit) as exit_:
+        data_mod.main(["prepare"])
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 2 and out == ""
+    assert one_line(err) == (f"python -m lecture_utils.data: error: no .txt files in {folder / 'corpus'}; "
                                      "see data/README.md (the existing files are unchanged)")
     assert hashes(folder) == before and staging_folders(folder) == []
     assert load_tokens(folder / "tokens" / "train.bin", vocab_size=8192)[:3].tolist() == \
@@ -170,74 +173,75 @@ def test_prepare_replaces_the_files_only_when_complete(prepared, capsys):
 
 
 KILLED_PREPARE = """
-import os, pathlib, sys, time
+import os, sys, time
 from lecture_utils import data
-stage, flag = sys.argv[1], pathlib.Path(sys.argv[2])
+stage = sys.argv[1]
+def paused_here():  # tell the test, then wait for its SIGKILL
+    print("paused", flush=True)
+    time.sleep(60)
 if stage == "writing":  # stop right after the first token file is written into the staging folder
     real = data.write_tokens
     def write_tokens(*args, **kwargs):
         meta = real(*args, **kwargs)
-        flag.touch()
-        time.sleep(60)
+        paused_here()
         return meta
     data.write_tokens = write_tokens
 else:  # "moving": stop after the first of the five renames
     real = os.replace
     def replace(src, dst):
         real(src, dst)
-        flag.touch()
-        time.sleep(60)
+        paused_here()
     os.replace = replace
-data.main(["prepare", "--data-dir", sys.argv[3], "--vocab-size", sys.argv[4]])
+data.main(["prepare", "--data-dir", sys.argv[2], "--vocab-size", sys.argv[3]])
 """
 
 
-def kill_prepare(folder: Path, stage: str, vocab: int) -> None:
+def kill_prepare(folder: Path, stage: str, vocab: int, wait_for_line) -> None:
     """Run `prepare` on ``folder`` in a subprocess and SIGKILL it at ``stage``."""
-    flag = folder.parent / "flag"
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(KILLED_PREPARE), stage, str(flag), str(folder),
-                             str(vocab)], env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(KILLED_PREPARE), stage, str(folder),
+                             str(vocab)], env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while not flag.exists():
-            assert proc.poll() is None, proc.stderr.read().decode()
-            assert time.monotonic() < deadline, "prepare never reached the point to kill it at"
-            time.sleep(0.02)
+        wait_for_line(proc, "paused")  # prepare reached the point to kill it at
         assert len(staging_folders(folder)) == 1  # it was writing: its staging folder is there
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.kill()
         proc.wait(timeout=30)
+        proc.stdout.close()
         proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
 
 
-def test_a_kill_while_writing_leaves_the_old_files_byte_identical(prepared, capsys):
-    before = hashes(prepared)
-    kill_prepare(prepared, "writing", VOCAB + 100)
-    assert hashes(prepared) == before  # nothing moved in
-    stale = staging_folders(prepared)
-    assert len(stale) == 1 and (stale[0] / "tokens" / "train.bin").exists()
-    # The next prepare removes the dead run's staging folder, says so, and builds the same bytes.
-    assert data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", str(VOCAB)]) == 0
-    err = capsys.readouterr().err
-    assert one_line(err) == (f"removed {stale[0].name}, left by an interrupted prepare; "
-                             f"the files in {prepared} were untouched")
-    assert hashes(prepared) == before and staging_folders(prepared) == []
+@pytest.mark.multiprocess
+class TestKillWhileWriting:  # its own xdist unit (tests/conftest.py)
+    def test_a_kill_while_writing_leaves_the_old_files_byte_identical(self, prepared, capsys, wait_for_line):
+        before = hashes(prepared)
+        kill_prepare(prepared, "writing", VOCAB + 100, wait_for_line)
+        assert hashes(prepared) == before  # nothing moved in
+        stale = staging_folders(prepared)
+        assert len(stale) == 1 and (stale[0] / "tokens" / "train.bin").exists()
+        # The next prepare removes the dead run's staging folder, says so, and builds the same bytes.
+        assert data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", str(VOCAB)]) == 0
+        err = capsys.readouterr().err
+        assert one_line(err) == (f"removed {stale[0].name}, left by an interrupted prepare; "
+                                 f"the files in {prepared} were untouched")
+        assert hashes(prepared) == before and staging_folders(prepared) == []
 
 
-def test_a_kill_while_moving_in_is_finished_by_the_next_prepare(prepared, tmp_path, capsys):
-    """The five renames take microseconds; a kill between them is completed, not left mixed."""
-    reference = tmp_path / "reference"
-    shutil.copytree(prepared / "corpus", reference / "corpus")
-    data_mod.prepare(reference, vocab_size=VOCAB + 100)
-    kill_prepare(prepared, "moving", VOCAB + 100)
-    stale = staging_folders(prepared)
-    assert len(stale) == 1 and (stale[0] / data_mod.COMMIT_MARKER).exists()
-    assert data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", str(VOCAB + 100)]) == 0
-    assert one_line(capsys.readouterr().err) == (f"finished moving in the files of an interrupted prepare "
-                                                 f"({stale[0].name})")
-    assert hashes(prepared) == hashes(reference) and staging_folders(prepared) == []
+@pytest.mark.multiprocess
+class TestKillWhileMoving:  # its own xdist unit (tests/conftest.py)
+    def test_a_kill_while_moving_in_is_finished_by_the_next_prepare(self, prepared, tmp_path, capsys, wait_for_line):
+        """The five renames take microseconds; a kill between them is completed, not left mixed."""
+        reference = tmp_path / "reference"
+        shutil.copytree(prepared / "corpus", reference / "corpus")
+        data_mod.prepare(reference, vocab_size=VOCAB + 100)
+        kill_prepare(prepared, "moving", VOCAB + 100, wait_for_line)
+        stale = staging_folders(prepared)
+        assert len(stale) == 1 and (stale[0] / data_mod.COMMIT_MARKER).exists()
+        assert data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", str(VOCAB + 100)]) == 0
+        assert one_line(capsys.readouterr().err) == (f"finished moving in the files of an interrupted prepare "
+                                                     f"({stale[0].name})")
+        assert hashes(prepared) == hashes(reference) and staging_folders(prepared) == []
 
 
 def test_a_second_prepare_on_the_same_folder_is_refused(prepared, capsys):
@@ -273,21 +277,25 @@ def test_a_corpus_that_is_not_utf8_is_one_line(prepared, capsys):
 # --- item 7: a data set with a larger vocabulary than the model's
 
 
-def test_training_on_a_larger_vocabulary_is_one_line_not_an_index_error(tmp_path):
-    """`data prepare --vocab-size 16384`, then `train` (tiny model: 8192): ids up to 16383."""
+def test_training_on_a_larger_vocabulary_is_one_line_not_an_index_error(tmp_path, monkeypatch, capsys):
+    """`data prepare --vocab-size 16384`, then `train` (tiny model: 8192): ids up to 16383.
+    The trainer's CLI in this process (an IndexError would surface here as one); other tests
+    run `python -m lecture_utils.train` as a process."""
     folder = tmp_path / "data16k"
     ids = np.random.default_rng(0).integers(0, 16384, 4000)
     for split in ("train", "val"):
         write_tokens(folder / "tokens" / f"{split}.bin", ids, 16384, tokenizer="data/tokenizer.json")
     before = {p.name: p.read_bytes() for p in (folder / "tokens").iterdir()}
     run = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "lecture_utils.train", "--config", "tiny", "--steps", "3",
-                           "--warmup", "0", "--batch-size", "4", "--seq-len", "32", "--val-every", "0",
-                           "--no-progress", "--out", str(run)], capture_output=True, text=True,
-                          env=env(LECTURE_DATA=str(folder), LECTURE_DEVICE="cpu"), cwd=tmp_path, timeout=120)
-    assert proc.returncode == 2 and "IndexError" not in proc.stderr
+    monkeypatch.setenv("LECTURE_DATA", str(folder))
+    monkeypatch.setenv("LECTURE_DEVICE", "cpu")
+    with pytest.raises(SystemExit) as exit_:
+        train_cli.main(["--config", "tiny", "--steps", "3", "--warmup", "0", "--batch-size", "4", "--seq-len", "32",
+                        "--val-every", "0", "--no-progress", "--out", str(run)])
+    _, err = capsys.readouterr()
+    assert exit_.value.code == 2 and "IndexError" not in err
     train_bin = folder / "tokens" / "train.bin"
-    assert one_line(proc.stderr) == (
+    assert one_line(err) == (
         f"python -m lecture_utils.train: error: {train_bin}: its sidecar's vocab_size is 16384, larger than "
         "the model's 8192 (token ids could index past the embedding); use data prepared with --vocab-size 8192 "
         "or less, or a model with vocab_size >= 16384")
