@@ -1,4 +1,7 @@
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -155,3 +158,21 @@ def test_training_time_table_and_calculator():
     box.children[4].value = 1.0  # MFU
     assert "72.0 days" in box.children[-1].value
     assert not math.isnan(box.children[0].value)
+
+
+def test_torch_dynamo_is_imported_only_when_flops_are_counted():
+    """torch._dynamo takes ~2 s to import: importing the package and its FLOP and timing
+    helpers, and a notebook's first cell, must not pull it in; counting FLOPs may (and does,
+    through FlopCounterMode, which shows the check can fail). A fresh process: this one has
+    long since imported it."""
+    code = ("import sys\n"
+            "import lecture_utils, lecture_utils.flops, lecture_utils.bench\n"
+            "from lecture_utils import setup; device = setup()\n"
+            "before = 'torch._dynamo' in sys.modules\n"
+            "import torch\n"
+            "lecture_utils.flops.count_flops(torch.nn.Linear(2, 2), torch.ones(1, 2))\n"
+            "print(before, 'torch._dynamo' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "LECTURE_DEVICE": "cpu"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[-2:] == ["False", "True"], proc.stdout

@@ -123,15 +123,17 @@ def test_step_skips_parameters_without_a_gradient_and_returns_the_closures_loss(
         assert torch.equal(unused.detach(), torch.ones(3)) and not opt.state[unused], name
 
 
-def test_zero_stage1_halves_each_ranks_adamw_state():
-    rows = optim.zero_state_bytes(sizes=(64, 128, 128, 64), world_size=2)
-    n_params = 64 * 128 + 128 * 128 + 128 * 64
-    assert [r["rank"] for r in rows] == [0, 1]
-    assert sum(r["params"] for r in rows) == n_params
-    for r in rows:
-        # m and v for this rank's shard, plus a 4-byte step counter per parameter tensor.
-        assert r["state_bytes"] - 8 * r["params"] in (4, 8, 12)
-        assert r["state_bytes"] == pytest.approx(8 * n_params / 2, rel=0.01)
+@pytest.mark.multiprocess
+class TestZeroStage1:  # two spawned gloo processes: its own xdist unit (tests/conftest.py)
+    def test_zero_stage1_halves_each_ranks_adamw_state(self):
+        rows = optim.zero_state_bytes(sizes=(64, 128, 128, 64), world_size=2)
+        n_params = 64 * 128 + 128 * 128 + 128 * 64
+        assert [r["rank"] for r in rows] == [0, 1]
+        assert sum(r["params"] for r in rows) == n_params
+        for r in rows:
+            # m and v for this rank's shard, plus a 4-byte step counter per parameter tensor.
+            assert r["state_bytes"] - 8 * r["params"] in (4, 8, 12)
+            assert r["state_bytes"] == pytest.approx(8 * n_params / 2, rel=0.01)
 
 
 @pytest.mark.parametrize(("kw", "error"), [({"sizes": (64,)}, ValueError), ({"sizes": (64, 0)}, ValueError),
