@@ -12,11 +12,11 @@
 #     name: pytorch-resource-accounting
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 08 · The training loop: six lines, and what production adds to them
 #
 # The earlier notebooks built the pieces; this one puts them together (§8, §8.1–§8.3, the
-# memory table of §1.2, self-test Q2 and Q4): the loss and the notes' six-line loop on the
+# memory table of §1.2): the loss and the notes' six-line loop on the
 # course's tiny GPT; each production piece written here and shown doing its job (LR
 # schedule, gradient clipping, validation, the full step); randomness (§8.1); a bit-exact
 # resume from a checkpoint (§8.2); mixed precision and its 16 bytes per parameter (§8.3,
@@ -27,7 +27,7 @@
 # an assertion; `[measured]` lines depend on the machine. Training runs on the CPU so the
 # recorded outputs are the same everywhere; GPU cells say so and are skipped elsewhere.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # > **Errata in the notes.** Corrections this notebook makes to the lecture notes, each
 # > shown (and checked) where linked:
 # >
@@ -49,11 +49,11 @@
 # > - The H100's 1979 TFLOP/s is the 2:4 structured-sparsity figure; training time uses the
 # >   dense 989.5 TFLOP/s: exercise Q4.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 from lecture_utils import setup
 device = setup()
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 import copy
 import inspect
 import json
@@ -68,9 +68,9 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from lecture_utils import check, check_raises, cuda_only, measured
+from lecture_utils import check, check_answer, check_raises, cuda_only, measured
 from lecture_utils.data import data_dir, get_batch, load_tokens
-from lecture_utils.flops import training_days, transformer_flops
+from lecture_utils.flops import transformer_flops
 from lecture_utils.memory import bytes_per_param, max_params_that_fit, param_breakdown
 from lecture_utils.models import GPT, get_config, n_params
 from lecture_utils.optim import AdamW
@@ -83,13 +83,18 @@ val_data = load_tokens(data_dir() / "tokens" / "val.bin")
 tiny = get_config("tiny")
 print(f"train: {len(train_data):,} tokens, val: {len(val_data):,} tokens, vocabulary {tiny.vocab_size}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §8 The training loop
 #
 # The loss first. Cross-entropy at a position is $\log \sum_j e^{z_j} - z_{target}$. Written
 # as it reads, $e^{z}$ overflows fp32 for logits above about 88; subtracting the largest
 # logit first changes nothing mathematically ($\log \sum_j e^{z_j} = m + \log \sum_j e^{z_j - m}$)
 # and keeps every exponent $\le 0$:
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Cross-entropy first: the naive form overflows fp32 above logits of about 88; subtracting the max fixes it.
+# - Then the six-line loop on the tiny GPT: batch, forward, loss, zero_grad, backward, step. Run it live.
+# - Everything after this section is added around those six lines, not inside them.
 
 # %%
 # @save lecture_utils/nn.py
@@ -106,7 +111,7 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 # 8192), `AdamW` (notebook 07) and batches of 8 × 64 tokens: ours agrees with the notes'
 # `F.cross_entropy` (on flattened logits), also where the naive formula overflows:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 batch_size, seq_len, num_steps = 8, 64, 30
 vocab_size = tiny.vocab_size
 
@@ -130,11 +135,11 @@ print(f"initial loss {loss_ours.item():.1f}, ln(8192) + var(logits) / 2 = {predi
 check("untrained: loss ≈ ln(8192) + var(logits) / 2 (within 2%)",
       math.isclose(loss_ours.item(), predicted, rel_tol=0.02), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Now the notes' six lines (get a batch, run the model, compute the loss, clear the old
 # gradients, backpropagate, step), run for 30 steps, plus one line to keep the losses:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 losses = []
 for step in range(num_steps):  # noqa: B007 (the notes' loop, verbatim)
     x, y = get_batch(train_data, batch_size, seq_len, CPU)
@@ -160,7 +165,7 @@ check("zero_grad(set_to_none=True) frees the gradients (None, not zeros)",
 check("set_to_none=True is zero_grad's default (since PyTorch 2.0)",
       inspect.signature(torch.optim.Optimizer.zero_grad).parameters["set_to_none"].default, True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # (`set_to_none=True`: one memory write fewer, and the next `backward()` *assigns*; it has
 # been `zero_grad`'s default since PyTorch 2.0, so the notes' advice is now written out only
 # for clarity.) The
@@ -168,7 +173,8 @@ check("set_to_none=True is zero_grad's default (since PyTorch 2.0)",
 # gradient clipping, mixed precision, logging and validation, and OOM recovery (in
 # `Trainer`: on CUDA out-of-memory it halves the micro-batch and accumulates twice as
 # many, so the effective batch stays the same). One at a time:
-#
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §8 (continued) Learning-rate schedule: warm-up, then cosine decay
 #
 # At step 0 Adam's second-moment estimate $v$ rests on a single gradient, so its steps
@@ -177,7 +183,11 @@ check("set_to_none=True is zero_grad's default (since PyTorch 2.0)",
 #
 # $$\eta_t = \eta_{min} + \tfrac12\left(1 + \cos\left(\pi\,\tfrac{t - t_{warm}}{T - t_{warm}}\right)\right)(\eta_{max} - \eta_{min})$$
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Warm-up because Adam's v rests on one gradient at step 0; then cosine down to min_lr.
+# - Point at the figure: max_lr at step 20, (max + min) / 2 at step 110, min_lr from step 200 on.
+
+# %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/train/loop.py
 def cosine_lr(step: int, max_lr: float, min_lr: float, warmup_steps: int, total_steps: int) -> float:
     """Linear warm-up from 0 to max_lr over warmup_steps, cosine decay to min_lr at
@@ -192,19 +202,20 @@ def cosine_lr(step: int, max_lr: float, min_lr: float, warmup_steps: int, total_
 # %% [markdown]
 # It is pure arithmetic, so the schedule of a 200-step run is plotted without training:
 
-# %%
+# %% caption="cosine_lr for a 200-step run: linear warm-up to 3e-3 over 20 steps, cosine decay to 3e-4 at step 200, constant after." slideshow={"slide_type": "subslide"}
 max_lr, min_lr, warmup, total = 3e-3, 3e-4, 20, 200
 steps = list(range(0, 241))
 lrs = [cosine_lr(s, max_lr, min_lr, warmup, total) for s in steps]
 
-fig, ax = plt.subplots(figsize=(7, 3))
-ax.plot(steps, lrs)
-ax.axvline(warmup, color="grey", ls=":", lw=1)
-ax.axvline(total, color="grey", ls=":", lw=1)
-ax.set_xlabel("step")
-ax.set_ylabel("learning rate")
-ax.set_title("cosine_lr: 20 warm-up steps, cosine decay to step 200, then min_lr")
-plt.show()
+with plt.rc_context({"font.size": 13}):  # projector-sized; constrained layout keeps the title in
+    fig, ax = plt.subplots(figsize=(10, 4), layout="constrained")
+    ax.plot(steps, lrs, lw=2)
+    ax.axvline(warmup, color="grey", ls=":", lw=1)
+    ax.axvline(total, color="grey", ls=":", lw=1)
+    ax.set_xlabel("step")
+    ax.set_ylabel("learning rate")
+    ax.set_title("cosine_lr: 20 warm-up steps, cosine decay to step 200, then min_lr", loc="left")
+    plt.show()
 
 check("step 0: lr = 0", lrs[0], 0.0)
 check("half-way through warm-up: max_lr / 2", lrs[10], max_lr / 2, rel=1e-12)
@@ -214,7 +225,7 @@ check("end of the run: min_lr", lrs[200], min_lr, rel=1e-12)
 check("after the end: stays at min_lr", lrs[240], min_lr)
 check("never increases after warm-up", all(a >= b for a, b in zip(lrs[20:], lrs[21:], strict=False)), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §8 (continued) Gradient clipping: what a loss spike does to an update
 #
 # Now and then a batch produces a gradient far larger than usual (a loss spike), and one
@@ -222,7 +233,11 @@ check("never increases after warm-up", all(a >= b for a, b in zip(lrs[20:], lrs[
 # `max_norm / norm` when their global L2 norm exceeds `max_norm`: the direction is kept,
 # the length bounded. (tests/test_train.py checks it against `torch.nn.utils.clip_grad_norm_`.)
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Clipping keeps the direction and bounds the length of the whole update.
+# - Run the spike cell: one huge gradient, clipped to max_norm 1.0, and the update stays small.
+
+# %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/train/loop.py
 def clip_grad_norm(parameters, max_norm: float) -> torch.Tensor:
     """Scale all gradients in place so their global L2 norm is at most max_norm; return the
@@ -239,7 +254,7 @@ def clip_grad_norm(parameters, max_norm: float) -> torch.Tensor:
         g.mul_(coef.to(g.device, g.dtype))
     return total
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Simulate a spike on the model trained above: the same batch, once normally and once with
 # the loss multiplied by 1000. With a plain gradient step (SGD, learning rate $\eta$) the
 # parameter change is $\eta \lVert g \rVert$, so the spike moves the weights 1000 times as
@@ -248,7 +263,7 @@ def clip_grad_norm(parameters, max_norm: float) -> torch.Tensor:
 # poisons its *state*: $v$ absorbs $(1 - \beta_2)\, g_{spike}^2$ and stays inflated for
 # many steps, shrinking every later update. Both, measured on copies of the model:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def grads_for(model, x, y, scale=1.0):
     model.zero_grad(set_to_none=True)
     (cross_entropy(model(x), y) * scale).backward()
@@ -288,13 +303,17 @@ print(f"AdamW, one spiked step: parameter change {adam_free:.2g} unclipped vs {a
 check("AdamW: the unclipped spike moves the weights further", adam_free > adam_clip, True)
 check("AdamW: the unclipped spike inflates sqrt(||v||) more than 20x", v_free / v_clip > 20, True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §8 (continued) Validation loss
 #
 # The training loss is measured on the batch the model is about to learn from: noisy and
 # optimistic. The validation loss is on held-out text (the `val` split), on a *fixed* set
 # of windows, so two measurements differ only because the model changed. `model.eval()`
 # switches off dropout, `torch.no_grad()` keeps no graph, `model.train()` switches back.
+
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Held-out text on fixed windows, eval mode, no graph: two measurements differ only because the model changed.
+# - Then one `train_step` with all the pieces: schedule, clipping, step, validation every few steps.
 
 # %%
 # @save lecture_utils/train/loop.py
@@ -306,7 +325,7 @@ def evaluate(model, batches) -> float:
     model.train()
     return sum(losses) / len(losses)
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 generator = torch.Generator().manual_seed(10_000)
 val_batches = [get_batch(val_data, batch_size, seq_len, CPU, generator=generator) for _ in range(2)]
 val_loss = evaluate(model, val_batches)
@@ -318,7 +337,7 @@ check("the model is back in training mode", model.training, True)
 check("the same windows give the same loss, bit for bit", evaluate(model, val_batches) == val_loss, True)
 check("30 steps brought the val loss well below ln(8192)", val_loss < math.log(vocab_size) - 1.0, True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The step with all the pieces
 #
 # One optimizer step: the scheduled learning rate, clipping, and *gradient accumulation*
@@ -326,7 +345,7 @@ check("30 steps brought the val loss well below ln(8192)", val_loss < math.log(v
 # the mean loss: a bigger effective batch without more memory). `scaler` is for fp16
 # (§8.3). `Trainer` calls this same function for every step.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/train/loop.py
 def train_step(model, optimizer, batches, lr: float, clip: float, scaler=None) -> tuple[float, float]:
     """One optimizer step over the micro-batches ``batches`` (a list of (x, y)).
@@ -349,7 +368,7 @@ def train_step(model, optimizer, batches, lr: float, clip: float, scaler=None) -
         optimizer.step()
     return total, norm.item()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §8.1 Randomness
 #
 # Randomness hides in parameter initialisation, dropout, batch sampling, data order, and
@@ -358,7 +377,11 @@ def train_step(model, optimizer, batches, lr: float, clip: float, scaler=None) -
 # sampler gets its own `torch.Generator`, whose state a checkpoint saves (§8.2). Train
 # twice from seed 0 and once from seed 1, ten steps each:
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Same seed, same machine, same threads: bitwise the same losses; seed 1 gives other ones.
+# - The sampler has its own generator, which is why a checkpoint must save it (next section).
+
+# %% slideshow={"slide_type": "subslide"}
 def fresh_run(seed):
     """Model, optimizer and data generator, all from one seed: what a new process builds."""
     seed_everything(seed)
@@ -391,7 +414,7 @@ check("both seeds learn (loss fell by > 0.5)", min(losses_a[0] - losses_a[-1], l
 check("(0.1 + 0.2) + 0.3", (0.1 + 0.2) + 0.3, 0.6000000000000001)
 check("0.1 + (0.2 + 0.3)", 0.1 + (0.2 + 0.3), 0.6)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # So another thread count, or a GPU kernel that accumulates with `atomicAdd` (on CUDA
 # `index_add_`, `scatter_add_` and `index_put_(accumulate=True)`, which torch's
 # `use_deterministic_algorithms` docs list as nondeterministic), changes the last bits.
@@ -403,7 +426,7 @@ check("0.1 + (0.2 + 0.3)", 0.1 + (0.2 + 0.3), 0.6)
 # never written reads as NaN (integers: their largest value), the same loudly wrong value
 # every run instead of leftover bytes. The flag is global, so the cell turns it off again:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 check("deterministic algorithms are off by default", not torch.are_deterministic_algorithms_enabled(), True)
 torch.use_deterministic_algorithms(True)
 try:
@@ -426,7 +449,7 @@ finally:
 check("use_deterministic_algorithms(False) turned them off again (the flag is global)",
       not torch.are_deterministic_algorithms_enabled(), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §8.2 Checkpointing
 #
 # Long runs crash. A checkpoint must hold everything the next step depends on: the
@@ -437,7 +460,12 @@ check("use_deterministic_algorithms(False) turned them off again (the flag is gl
 # read with `torch.load(weights_only=True)` (in `read_checkpoint`, which also turns a bad
 # file into one clear error), which never executes pickled code.
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - List what the next step reads: weights, m and v, the step, every RNG; write to a temp file, fsync, rename.
+# - Show the figure: the resumed run's dots sit on the uninterrupted curve; the notes' checkpoint drifts off (and looks better).
+# - Then the safety checks: truncated file reported, pickled function refused.
+
+# %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/train/checkpoint.py
 def save_checkpoint(path, model, optimizer, step: int, *, generator=None, **extra) -> Path:
     """Save model, optimizer, step, every RNG state and ``extra`` (plain data) atomically."""
@@ -465,14 +493,14 @@ def load_checkpoint(path, model, optimizer, *, generator=None) -> int:
     set_rng_state(payload["rng"], generator)
     return payload["step"]
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The experiment: the loop below (schedule, clipping, validation every 5 steps, a log
 # record per step) runs 30 steps and writes a checkpoint after step 15 on its way (what a
 # run that crashed at step 16 leaves on disk). Then *everything in memory is thrown away*:
 # a new model, optimizer and generator from a *different* seed load the checkpoint and
 # train steps 16–30.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 MAX_LR, MIN_LR, WARMUP, TOTAL, CLIP, VAL_EVERY = 3e-3, 3e-4, 5, 30, 1.0, 5
 
 
@@ -520,7 +548,7 @@ check("the final weights are bitwise equal", all(torch.equal(model.state_dict()[
 check("the full run learned: loss fell by more than 1.5", log_a[0]["loss"] - log_a[-1]["loss"] > 1.5, True)
 check("validation loss fell too", log_a[4]["val_loss"] - log_a[-1]["val_loss"] > 0.5, True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What the notes' checkpoint misses
 #
 # The notes save the model, the optimizer, the step and `torch.get_rng_state()` with a
@@ -531,7 +559,7 @@ check("validation loss fell too", log_a[4]["val_loss"] - log_a[-1]["val_loss"] >
 # `rng_state` does). Resumed into our loop, the notes' checkpoint restarts the sampler,
 # which replays batches 1–15; a second resume also drops the optimizer state.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def resume_notes_way(keep_optimizer):
     model, optimizer, generator = fresh_run(seed=1234)
     ckpt = torch.load(workdir / "notes_checkpoint.pt", weights_only=True)
@@ -554,29 +582,31 @@ check("notes' checkpoint: no resumed loss matches the uninterrupted run",
 check("without the optimizer state the first resumed loss differs as well",
       log_no_opt[0]["loss"] != log_a[CRASH]["loss"], True)
 
-fig, ax = plt.subplots(figsize=(8, 3.5))
-for log, style, label in ((log_a, {"color": "black", "lw": 3, "alpha": 0.35}, "uninterrupted"),
-                          (log_b, {"ls": "", "marker": "o", "ms": 4, "color": "C0"},
-                           "resumed with save_checkpoint / load_checkpoint"),
-                          (log_notes, {"ls": "--", "color": "C1"}, "notes' checkpoint (sampler restarts)"),
-                          (log_no_opt, {"ls": ":", "color": "C3"}, "notes' checkpoint without the optimizer state")):
-    ax.plot([r["step"] for r in log], [r["loss"] for r in log], label=label, **style)
-ax.axvline(CRASH + 0.5, color="grey", lw=1)
-ax.text(CRASH + 0.7, ax.get_ylim()[1] - 0.2, "crash + resume", va="top", fontsize=9)
-ax.set_xlabel("step")
-ax.set_ylabel("training loss")
-ax.legend(fontsize=8, loc="lower left")
-ax.set_title("The resumed run lies on the uninterrupted one, bit for bit")
-plt.show()
+# %% caption="Training loss against step: the run resumed from save_checkpoint lies on the uninterrupted one, the notes' checkpoint runs drift off it after the crash at step 15." slideshow={"slide_type": "subslide"}
+with plt.rc_context({"font.size": 13}):
+    fig, ax = plt.subplots(figsize=(11, 5.5), layout="constrained")
+    for log, style, label in ((log_a, {"color": "black", "lw": 3, "alpha": 0.35}, "uninterrupted"),
+                              (log_b, {"ls": "", "marker": "o", "ms": 4, "color": "C0"},
+                               "resumed with save_checkpoint / load_checkpoint"),
+                              (log_notes, {"ls": "--", "color": "C1"}, "notes' checkpoint (sampler restarts)"),
+                              (log_no_opt, {"ls": ":", "color": "C3"}, "notes' checkpoint without the optimizer state")):
+        ax.plot([r["step"] for r in log], [r["loss"] for r in log], label=label, **style)
+    ax.axvline(CRASH + 0.5, color="grey", lw=1)
+    ax.text(CRASH + 0.7, ax.get_ylim()[1] - 0.2, "crash + resume", va="top")
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss")
+    fig.legend(loc="outside lower center", ncols=2, frameon=False)  # below the axes, off the curves
+    ax.set_title("The resumed run lies on the uninterrupted one, bit for bit", loc="left")
+    plt.show()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The blue dots lie exactly on the grey curve: no seam. The other two runs learn along a
 # different path, no longer reproducible from the seed, and their loss even looks *better*
 # (replayed batches were already learned): that is how a resume bug hides in a loss curve.
 # Finally, the safety properties: no temporary file left behind, a truncated file reported
 # as such, and pickled Python objects refused, not executed.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 check("save_checkpoint leaves no temporary file behind",
       sorted(p.name for p in workdir.iterdir()), ["checkpoint.pt", "notes_checkpoint.pt"])
 
@@ -590,14 +620,19 @@ torch.save({"model": {}, "optimizer": {}, "step": 0, "rng": {}, "hook": print}, 
 err = check_raises("a checkpoint holding a pickled function", ValueError, read_checkpoint, hostile)
 check("... is refused, not executed", "arbitrary pickled objects" in str(err), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §8.3 Mixed precision
 #
 # Mixed precision assigns a precision per operation. In the notes' `torch.autocast`,
 # matmuls run in bf16, reductions are supposed to stay fp32, and weights, gradients and
 # optimizer state stay fp32. What autocast actually does on the CPU (and on CUDA):
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - What autocast really runs in bf16 on this device: the printed table, not the notes' summary.
+# - fp16 underflows small gradients (loss scaling); bf16 has fp32's range and needs none.
+# - The number: mixed precision still costs 16 bytes per parameter (2 + 2 + 4 + 4 + 4).
+
+# %% slideshow={"slide_type": "subslide"}
 def autocast_dtypes(device_type):
     a = torch.randn(8, 16, device=device_type)
     w = torch.randn(16, 16, device=device_type)
@@ -632,7 +667,7 @@ if cuda_only(device, "the CUDA autocast dtype list"):
     assert gpu_dtypes["F.cross_entropy loss"] == torch.float32
     measured("CUDA autocast dtypes", ", ".join(f"{k}: {v}" for k, v in gpu_dtypes.items()), per_device=True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Which ops autocast keeps in fp32 is a per-device list: on CUDA softmax, layer norm,
 # `exp`, `sum` and the losses, as the notes say; on the CPU (torch 2.13) only a few, the
 # losses among them, so softmax and layer norm *return* bf16 after a matmul. Inside, their
@@ -647,7 +682,7 @@ check("a bf16 sum of 10,000 ones accumulates in fp32 (10,000 rounded to bf16)",
 check("a bf16 softmax over 10,000 zeros: each 1/10,000 (fp32 denominator)",
       torch.softmax(torch.zeros(10_000, dtype=torch.bfloat16), 0)[0].item(), 1e-4, rel=4e-3)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why fp16 needs loss scaling and bf16 does not
 #
 # fp16 has 5 exponent bits: its smallest positive (subnormal) number is about
@@ -656,7 +691,7 @@ check("a bf16 softmax over 10,000 zeros: each 1/10,000 (fp32 denominator)",
 # bf16 has fp32's 8 exponent bits, so it represents the same range as fp32 (with only 7
 # mantissa bits). A gradient of $10^{-8}$:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 check("bf16: 1e-8 survives (to 3 digits)", torch.tensor(1e-8).bfloat16().item(), 1e-8, rel=4e-3)
 check("fp16's smallest subnormal", torch.finfo(torch.float16).smallest_normal * 2**-10, 2**-24)
 check("fp16: 3e-8 rounds up to 2^-24, 2.9e-8 rounds to 0",
@@ -683,13 +718,14 @@ wbf = torch.ones(4, dtype=torch.bfloat16, requires_grad=True)
 (wbf * x16.bfloat16() * 1e-4).sum().backward()
 check("bf16 backward without scaling: the gradient survives", wbf.grad.float(), torch.full((4,), 1e-8), rel=1e-2)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # `torch.amp.GradScaler` automates this: it scales the loss, divides the gradients back
 # before the step (`unscale_`, which `train_step` calls before clipping), skips a step
 # whose gradients overflowed, and adjusts the factor as it goes. `Trainer` passes one to
 # `train_step` for `precision="fp16"`; bf16 (the default on CUDA) needs none: same 2
 # bytes, no scaling machinery, at the cost of a coarser mantissa.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### FP8: two formats, and one scale per tensor
 #
 # The notes' §8.3 mentions FP8 training (H100 and later, through NVIDIA's Transformer
@@ -702,7 +738,7 @@ check("bf16 backward without scaling: the gradient survives", wbf.grad.float(), 
 # it from a history of recent steps), multiply before the cast, divide after the matmul.
 # Activations around $10^{-4}$ and gradients around $10^{-6}$, cast and cast back on the CPU:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 check("e4m3 (forward: weights, activations): largest value", torch.finfo(E4M3).max, 448.0)
 check("e5m2 (backward: gradients): largest value", torch.finfo(E5M2).max, 57344.0)
@@ -736,11 +772,12 @@ check("e5m2 / e4m3 relative error on the same scaled activations (1 decimal)",
       round(rel_error(acts, fp8_round_trip(acts, E5M2, scaled=True))
             / rel_error(acts, fp8_round_trip(acts, E4M3, scaled=True)), 1), 1.9)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # A few percent per element is the price of 8 bits; the scale is what keeps it a few percent
 # rather than 100%. The matmul itself then accumulates in fp32 or higher on the tensor
 # cores, and the master weights and optimizer state stay fp32 as in the bf16 recipes below.
-#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### §1.2 Bytes per parameter: mixed precision still costs 16
 #
 # fp32 AdamW pays 4 bytes each for weights, gradient, $m$ and $v$: 16 per parameter. Mixed
@@ -751,7 +788,7 @@ check("e5m2 / e4m3 relative error on the same scaled activations (1 decimal)",
 # copies saved for backward live until backward, about 2 bytes per parameter more at the
 # peak. Both measured after one step of the tiny GPT:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 def per_param(parts, n):
     """Bytes per parameter of each part ({name: tensors})."""
     return {name: sum(t.numel() * t.element_size() for t in tensors) / n for name, tensors in parts.items()}
@@ -809,9 +846,10 @@ for recipe in ("fp32_adamw", "mixed_bf16_adamw", "autocast_bf16_adamw"):
 check("8 GPUs, replicated", max_params_that_fit(80e9, n_gpus=8), 5_000_000_000)
 check("8 GPUs, sharded", max_params_that_fit(80e9, n_gpus=8, sharded=True), 40_000_000_000)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Mixed precision saves compute time and activation memory, not optimizer state.
-#
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## §8 The packaged loop: `Trainer`, and its MFU
 #
 # `lecture_utils.train.Trainer` runs this notebook's `train_step`, `cosine_lr`,
@@ -831,7 +869,11 @@ check("8 GPUs, sharded", max_params_that_fit(80e9, n_gpus=8, sharded=True), 40_0
 # forward count of notebook 03 (backward ≈ 2 × forward) times the batch; on the CPU the
 # denominator is the best matmul rate `Trainer` measured here at the start of the run.
 
-# %%
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - The Trainer imports this notebook's functions; show the two shell lines (train, resume).
+# - Run the 15-step CPU run; point at FLOPs per step (about 2.0 GFLOP) and the MFU line, then the curves figure.
+
+# %% slideshow={"slide_type": "subslide"}
 cfg = TrainConfig(config="tiny", steps=15, batch_size=8, seq_len=64, lr=3e-3, min_lr=3e-4, warmup=3,
                   val_every=5, val_batches=2, device="cpu", precision="fp32", optimizer="lecture", seed=0)
 trainer = Trainer(cfg, workdir / "trainer", progress=False, echo=print)
@@ -851,14 +893,14 @@ measured("peak the MFU divides by (a measured matmul on a CPU)", trainer.peak / 
 measured("tokens/s (median of steps 4-15)", statistics.median(r["tokens_per_s"] for r in later), "tokens/s")
 measured("MFU (median of steps 4-15)", statistics.median(r["mfu"] for r in later))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The same run as curves, read back from its `log.jsonl` (one JSON object per step) by
 # `lecture_utils.plots.plot_training_curves`: the training loss every step, the validation
 # loss every 5 steps, the learning rate's warm-up and cosine decay, and the measured
 # throughput (machine-dependent, so nothing checks it). For a run of your own,
 # `python -m lecture_utils.train plot OUT` draws the same three panels into `OUT/curves.png`.
 
-# %%
+# %% caption="The Trainer's 15-step CPU run read back from log.jsonl: training and validation loss, learning rate and tokens per second against step." slideshow={"slide_type": "subslide"}
 logged = [json.loads(line) for line in (workdir / "trainer" / "log.jsonl").read_text().splitlines()]
 check("log.jsonl: one line per step, the same losses the trainer returned",
       [r["loss"] for r in logged] == [r["loss"] for r in records], True)
@@ -867,14 +909,14 @@ check("the loss panel draws those losses", list(fig.axes[0].lines[0].get_ydata()
       True)
 plt.show()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # On a GPU: the `gpu` config (GPT-2 small's shape: 12 layers, width 768; untied with the
 # vocabulary padded to 50304 it has 163,026,432 parameters, 123.6M without the token and
 # position tables, the $N$ of $6ND$), bf16 autocast and torch's fused AdamW,
 # 10 steps of 8 × 1024 tokens, against the GPU's dense bf16 peak. Then the scratch folder
 # of this notebook's checkpoints is removed.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 with torch.device("meta"):  # shapes only, no memory
     gpt2_shape = GPT(get_config("gpu"))
 check("gpu config: parameters (untied, vocab 50304)", n_params(gpt2_shape), 163_026_432)
@@ -900,7 +942,7 @@ if cuda_only(device, "GPT-2 small in bf16 with fused AdamW"):
 shutil.rmtree(workdir)
 check("the scratch folder is gone", not workdir.exists(), True)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember
 #
 # - The loop is six lines (batch, forward, loss, `zero_grad`, `backward`, `step`); production
@@ -917,49 +959,95 @@ check("the scratch folder is gone", not workdir.exists(), True)
 #   not. FP8 uses e4m3 forward, e5m2 for gradients, and one scale per tensor.
 # - MFU = (3 × forward FLOPs × tokens per step) / (time × peak); training days =
 #   $6ND$ / (GPUs × dense peak × MFU).
-#
-# ## Exercises (from the self-test)
-#
-# Try each question before you expand the hidden solution cell below it; the answer is
-# written at the top of that cell.
-#
-# ### Q2. fp16 and bf16 are both 2 bytes. Why does bf16 training need no loss scaling?
-#
-# Compare the two formats' exponent bits, their smallest positive numbers, and what
-# happens to a gradient of $10^{-6}$, $10^{-8}$ and $10^{-30}$ in each.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
-# Answer. fp16 has 5 exponent bits: its smallest normal number is 2^-14 ≈ 6.1e-5 and its
-# smallest subnormal 2^-24 ≈ 6e-8, so many small gradients underflow to 0 and the signal
-# is lost; loss scaling multiplies the loss (and hence every gradient) by 2^k to lift them
-# into range and divides again in fp32 before the update. bf16 has 8 exponent bits, the
-# same range as fp32 (smallest normal ≈ 1.2e-38), so gradients do not underflow; it pays
-# with 7 mantissa bits (about 2-3 significant digits), and training tolerates precision
-# noise far better than signals that become zero.
-fp16, bf16, fp32 = torch.finfo(torch.float16), torch.finfo(torch.bfloat16), torch.finfo(torch.float32)
-check("fp16 smallest normal = 2^-14", fp16.smallest_normal, 2.0**-14)
-check("bf16 smallest normal == fp32's", bf16.smallest_normal, fp32.smallest_normal)
-check("mantissa bits: fp16 10, bf16 7 (eps = 2^-bits)", (-math.log2(fp16.eps), -math.log2(bf16.eps)), (10.0, 7.0))
-grads = torch.tensor([1e-6, 1e-8, 1e-30])
-check("fp16: which of 1e-6, 1e-8, 1e-30 survive", (grads.half() != 0).tolist(), [True, False, False])
-check("bf16: which survive", (grads.bfloat16() != 0).tolist(), [True, True, True])
-check("fp16 with loss scale 2^14: which survive", ((grads * 2**14).half() != 0).tolist(), [True, True, False])
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - Read the bullets; the one to stress: a checkpoint must hold everything the next step reads.
+# - Ask: what two things does bf16 save you from that fp16 needs (loss scaling, underflow)?
 
-# %% [markdown]
-# ### Q4. A 70B model, 15T tokens, 1024 H100s, MFU 0.4: how many days?
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Exercises
 #
-# Use $6ND$ and the dense bf16 peak of the H100. The training loop's MFU is exactly the
-# number `Trainer` logs for every step above.
+# Fill in the `...` in each exercise cell, then run it and the check cell below it: the check
+# says "not answered yet", right, or not right yet, without giving the answer away. Expand the
+# hidden solution cell only after you have tried.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
-# Answer. C = 6 * 70e9 * 15e12 = 6.3e24 FLOPs. Effective throughput = 989.5e12 * 0.4 *
-# 1024 ≈ 4.05e17 FLOP/s, so the run takes 6.3e24 / 4.05e17 ≈ 1.55e7 s ≈ 180 days (the
-# spec sheet's 1979 TFLOP/s is the 2:4 structured-sparsity figure; with it you would say 90 days).
-flops_q4 = 6 * 70e9 * 15e12
-throughput = 989.5e12 * 0.4 * 1024
-days_q4 = flops_q4 / throughput / 86_400
-check("total FLOPs", flops_q4, 6.3e24, rel=1e-12)
-check("effective throughput (FLOP/s)", throughput, 4.053e17, rel=1e-3)
-check("days at MFU 0.4", days_q4, 179.9, rel=1e-3)
-check("agrees with training_days", training_days(flops_q4, "H100", 1024, 0.4), days_q4, rel=1e-12)
-check("25% longer than at MFU 0.5", days_q4 / training_days(flops_q4, "H100", 1024, 0.5), 1.25, rel=1e-12)
+# %% [markdown] slideshow={"slide_type": "notes"}
+# - E8.1 is arithmetic with cosine_lr: tokens per step, steps for a budget, lr in warm-up.
+# - E8.2: ask first why the gradients are not in the checkpoint; then the 12 bytes per parameter.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### E8.1 Tokens per step, steps for a token budget, and the learning rate
+#
+# A run trains on batches of 512 sequences of 2048 tokens until it has seen 300 billion
+# tokens (GPT-3's budget), with `cosine_lr(step, 6e-4, 6e-5, 2000, total_steps)`. How many
+# tokens does one step see? How many steps does the run take (a last, partial step counts
+# as one)? What is the learning rate at step 500?
+
+# %% tags=["exercise"]
+e8_1_tokens_per_step = ...  # tokens in one step
+e8_1_steps = ...  # steps to reach 300e9 tokens, rounded up
+e8_1_lr_500 = ...  # learning rate at step 500
+
+# %% jupyter={"source_hidden": true} tags=["exercise-check"] slideshow={"slide_type": "skip"}
+check_answer("E8.1 tokens per step", e8_1_tokens_per_step, 1_048_576)
+check_answer("E8.1 steps for 300B tokens", e8_1_steps, 286_103)
+check_answer("E8.1 learning rate at step 500", e8_1_lr_500, 1.5e-4, rel=1e-6)
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
+# Answer. One step sees 512 * 2048 = 2^20 = 1,048,576 tokens, so 300e9 tokens take
+# 300e9 / 2^20 = 286,102.3 steps: 286,103 with the partial last one. Step 500 is a quarter
+# of the way through the 2000 warm-up steps, so the learning rate is 6e-4 / 4 = 1.5e-4
+# (the cosine part starts only at step 2000).
+e8_1_tokens_per_step = 512 * 2048
+e8_1_steps = math.ceil(300e9 / e8_1_tokens_per_step)
+e8_1_lr_500 = cosine_lr(500, 6e-4, 6e-5, 2000, e8_1_steps)
+check("tokens per step == 2**20", e8_1_tokens_per_step, 2**20)
+check("the steps cover the budget, one step fewer would not",
+      (e8_1_steps * e8_1_tokens_per_step >= 300e9, (e8_1_steps - 1) * e8_1_tokens_per_step < 300e9),
+      (True, True))
+check("lr at step 500 = max_lr * 500 / 2000", e8_1_lr_500, 6e-4 * 500 / 2000, rel=1e-12)
+check_answer("E8.1 tokens per step", e8_1_tokens_per_step, 1_048_576)
+check_answer("E8.1 steps for 300B tokens", e8_1_steps, 286_103)
+check_answer("E8.1 learning rate at step 500", e8_1_lr_500, 1.5e-4, rel=1e-6)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### E8.2 What must a checkpoint hold, and how big is it?
+#
+# (a) A model trained in fp32 with AdamW is checkpointed for an exact resume. How many bytes
+# per parameter do the checkpoint's tensors take? (b) How many GB ($10^9$ bytes) is that
+# for a 7B model? (c) The notes' checkpoint saves the model, the optimizer, the step and
+# `torch.get_rng_state()`. Of these seven, which does it lack for an exact resume in our
+# loop: 1 weights, 2 optimizer state, 3 step, 4 torch's CPU RNG, 5 the data sampler's
+# generator, 6 the numpy and python RNGs, 7 the CUDA RNG? Answer with the digits in order,
+# e.g. `"123"`.
+
+# %% tags=["exercise"]
+e8_2_bytes_per_param = ...  # bytes per parameter of the checkpoint's tensors
+e8_2_gb_7b = ...  # GB of checkpoint for a 7B model
+e8_2_missing = ...  # digits of what the notes' checkpoint lacks, e.g. "123"
+
+# %% jupyter={"source_hidden": true} tags=["exercise-check"] slideshow={"slide_type": "skip"}
+check_answer("E8.2 (a) checkpoint bytes per parameter", e8_2_bytes_per_param, 12, rel=1e-9)
+check_answer("E8.2 (b) checkpoint of a 7B model (GB)", e8_2_gb_7b, 84.0, rel=1e-3)
+check_answer("E8.2 (c) what the notes' checkpoint lacks", e8_2_missing, "567")
+
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
+# Answer. (a) 12: the fp32 weights (4) and AdamW's m and v (4 + 4). The gradients (the
+# other 4 of the 16 bytes in training memory) are not saved: the next step recomputes them
+# from scratch. Measured on the tiny GPT after one step. (b) 12 * 7e9 = 84 GB.
+# (c) "567": the sampler's generator, the numpy and python RNGs and the CUDA RNG are
+# missing, which is the gap `rng_state` fills (its keys, less torch's own state).
+model_q, optimizer_q, generator_q = fresh_run(seed=0)
+train(model_q, optimizer_q, generator_q, 0, 1, [])  # one step, so AdamW has its m and v
+tensors_q = [*model_q.state_dict().values(),
+             *(t for s in optimizer_q.state_dict()["state"].values() for t in s.values()
+               if isinstance(t, torch.Tensor))]
+e8_2_bytes_per_param = sum(t.numel() * t.element_size() for t in tensors_q) / n_params(model_q)
+e8_2_gb_7b = e8_2_bytes_per_param * 7e9 / 1e9
+DIGIT = {"generator": "5", "numpy": "6", "python": "6", "cuda": "7"}
+e8_2_missing = "".join(sorted({DIGIT[k] for k in rng_state(generator_q) if k != "torch"}))
+check("checkpoint bytes / param == weights + m + v of fp32 AdamW",
+      e8_2_bytes_per_param, sum(v for k, v in param_breakdown("fp32_adamw").items() if k != "gradients"))
+check_answer("E8.2 (a) checkpoint bytes per parameter", e8_2_bytes_per_param, 12, rel=1e-9)
+check_answer("E8.2 (b) checkpoint of a 7B model (GB)", e8_2_gb_7b, 84.0, rel=1e-3)
+check_answer("E8.2 (c) what the notes' checkpoint lacks", e8_2_missing, "567")
