@@ -40,6 +40,10 @@
 # > - "Reductions stay fp32" under autocast holds on CUDA; on the CPU softmax and layer norm
 # >   *return* bf16 after a bf16 matmul, while their kernels still accumulate in fp32:
 # >   [§8.3 Mixed precision](#§8.3-Mixed-precision).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# > **Errata in the notes (continued).**
+# >
 # > - Autocast's bf16 weight copies are not per-op temporaries: with `cache_enabled=True`
 # >   they live for the whole autocast region (about 2 bytes per parameter more at the
 # >   peak): [§1.2 Bytes per parameter](#§1.2-Bytes-per-parameter:-mixed-precision-still-costs-16).
@@ -47,9 +51,9 @@
 # >   course's untied `gpu` config (vocabulary 50304) has 163,026,432 parameters: section
 # >   "§8 The packaged loop: `Trainer`, and its MFU".
 # > - The H100's 1979 TFLOP/s is the 2:4 structured-sparsity figure; training time uses the
-# >   dense 989.5 TFLOP/s: exercise Q4.
+# >   dense 989.5 TFLOP/s: notebook 03, "Dense versus sparse".
 
-# %% slideshow={"slide_type": "subslide"}
+# %%
 from lecture_utils import setup
 device = setup()
 
@@ -217,6 +221,7 @@ with plt.rc_context({"font.size": 13}):  # projector-sized; constrained layout k
     ax.set_title("cosine_lr: 20 warm-up steps, cosine decay to step 200, then min_lr", loc="left")
     plt.show()
 
+# %% slideshow={"slide_type": "subslide"}
 check("step 0: lr = 0", lrs[0], 0.0)
 check("half-way through warm-up: max_lr / 2", lrs[10], max_lr / 2, rel=1e-12)
 check("end of warm-up: max_lr", lrs[20], max_lr, rel=1e-12)
@@ -988,12 +993,12 @@ e8_1_tokens_per_step = ...  # tokens in one step
 e8_1_steps = ...  # steps to reach 300e9 tokens, rounded up
 e8_1_lr_500 = ...  # learning rate at step 500
 
-# %% jupyter={"source_hidden": true} tags=["exercise-check"] slideshow={"slide_type": "skip"}
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
 check_answer("E8.1 tokens per step", e8_1_tokens_per_step, 1_048_576)
 check_answer("E8.1 steps for 300B tokens", e8_1_steps, 286_103)
 check_answer("E8.1 learning rate at step 500", e8_1_lr_500, 1.5e-4, rel=1e-6)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. One step sees 512 * 2048 = 2^20 = 1,048,576 tokens, so 300e9 tokens take
 # 300e9 / 2^20 = 286,102.3 steps: 286,103 with the partial last one. Step 500 is a quarter
 # of the way through the 2000 warm-up steps, so the learning rate is 6e-4 / 4 = 1.5e-4
@@ -1026,12 +1031,12 @@ e8_2_bytes_per_param = ...  # bytes per parameter of the checkpoint's tensors
 e8_2_gb_7b = ...  # GB of checkpoint for a 7B model
 e8_2_missing = ...  # digits of what the notes' checkpoint lacks, e.g. "123"
 
-# %% jupyter={"source_hidden": true} tags=["exercise-check"] slideshow={"slide_type": "skip"}
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
 check_answer("E8.2 (a) checkpoint bytes per parameter", e8_2_bytes_per_param, 12, rel=1e-9)
 check_answer("E8.2 (b) checkpoint of a 7B model (GB)", e8_2_gb_7b, 84.0, rel=1e-3)
 check_answer("E8.2 (c) what the notes' checkpoint lacks", e8_2_missing, "567")
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. (a) 12: the fp32 weights (4) and AdamW's m and v (4 + 4). The gradients (the
 # other 4 of the 16 bytes in training memory) are not saved: the next step recomputes them
 # from scratch. Measured on the tiny GPT after one step. (b) 12 * 7e9 = 84 GB.
