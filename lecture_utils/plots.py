@@ -66,30 +66,30 @@ def plot_strides(x: torch.Tensor, title: str | None = None):
     # Which row reads each storage slot (the last one wins for stride-0 views).
     row_of = {off + r * s0 + c * s1: r for r in range(rows) for c in range(cols)}
     fig, (ax_s, ax_t) = plt.subplots(
-        2, 1, figsize=(max(6.0, 0.5 * n_storage), 1.6 + 0.5 * rows),
+        2, 1, figsize=(max(8.0, 0.6 * n_storage), 2.0 + 0.6 * rows),
         gridspec_kw={"height_ratios": [1, max(rows, 1)]})
     for i in range(n_storage):
         color = cmap(row_of[i] % 10) if i in row_of else "0.92"
         ax_s.add_patch(Rectangle((i, 0), 1, 1, facecolor=color, alpha=0.45 if i in row_of else 1,
                                  edgecolor="white"))
-        ax_s.text(i + 0.5, 0.5, str(i), ha="center", va="center", fontsize=8)
+        ax_s.text(i + 0.5, 0.5, str(i), ha="center", va="center", fontsize=12)
     ax_s.set_xlim(0, n_storage)
     ax_s.set_ylim(0, 1)
     ax_s.axis("off")
     ax_s.set_title(f"storage: {n_storage} elements (colour = the view's row that reads it)",
-                   loc="left", fontsize=9)
+                   loc="left", fontsize=13)
     for r in range(rows):
         for c in range(cols):
             ax_t.add_patch(Rectangle((c, rows - 1 - r), 1, 1, facecolor=cmap(r % 10), alpha=0.45,
                                      edgecolor="white"))
             ax_t.text(c + 0.5, rows - 0.5 - r, str(off + r * s0 + c * s1), ha="center",
-                      va="center", fontsize=9)
+                      va="center", fontsize=12)
     ax_t.set_xlim(0, max(cols, 1))
     ax_t.set_ylim(0, max(rows, 1))
     ax_t.set_aspect("equal")
     ax_t.axis("off")
     ax_t.set_title(title or f"shape {tuple(x.shape)}, stride {x.stride()}, offset {off}",
-                   loc="left", fontsize=9)
+                   loc="left", fontsize=13)
     fig.tight_layout()
     return fig
 

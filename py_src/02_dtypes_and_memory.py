@@ -796,12 +796,12 @@ for ax, (label, (g, s)) in zip(axes, CONFIGS.items(), strict=True):
         per_gpu_gb[label, recipe] = bottom
     ax.axhline(H100 / 1e9, color="k", ls="--", lw=1.5)
     ax.text(-0.4, H100 / 1e9 + 2, "80 GB", ha="left", fontsize=12)
-    ax.set_xticks(range(len(RECIPES)), list(RECIPES), rotation=35, ha="right", fontsize=11)
+    ax.set_xticks(range(len(RECIPES)), list(RECIPES), rotation=35, ha="right", fontsize=12)
     ax.set_title(label, fontsize=14)
     ax.tick_params(axis="y", labelsize=12)
 axes[0].set_ylabel("GB per GPU (7B params, no activations)", fontsize=13)
 fig.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in PART_COLORS.values()],
-           labels=list(PART_COLORS), loc="upper right", fontsize=11, ncol=1, frameon=False)
+           labels=list(PART_COLORS), loc="upper right", fontsize=12, ncol=1, frameon=False)
 fig.suptitle("Training state per GPU by recipe, 7B model", fontsize=15)
 fig.tight_layout(rect=(0, 0, 0.86, 1))
 plt.show()

@@ -586,7 +586,7 @@ def plot_depth(curves, title, ylim=None):
         ax.axhline(FP32_MAX, color="0.3", lw=1, ls=":", label="fp32 max")
     ax.set(yscale="log", ylim=ylim, xlabel="layer", ylabel="RMS of the layer's output")
     ax.set_title(title, loc="left")
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False, fontsize=12)
     fig.tight_layout()
     plt.show()
 

@@ -1,4 +1,6 @@
 import json
+import re
+from pathlib import Path
 
 import matplotlib
 
@@ -191,3 +193,14 @@ def test_roofline_text_is_projector_sized_and_inside_the_figure():
     for artist in [legend, ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts]:
         b = artist.get_window_extent(renderer)
         assert b.x0 >= 0 and b.y0 >= 0 and b.x1 <= box.x1 and b.y1 <= box.y1, artist
+
+
+def test_no_figure_text_is_set_below_12_pt():
+    """Projector-sized text: every explicit font size in the notebooks and the package is >= 12."""
+    root = Path(__file__).resolve().parents[1]
+    small = [f"{path.relative_to(root)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}"
+             for path in [*sorted((root / "py_src").glob("*.py")), *sorted((root / "lecture_utils").rglob("*.py"))]
+             for text in [path.read_text(encoding="utf-8")]
+             for m in re.finditer(r"\b(?:fontsize|labelsize|size)=(\d+(?:\.\d+)?)\b", text)
+             if float(m.group(1)) < 12]
+    assert small == []
