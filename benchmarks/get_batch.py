@@ -68,8 +68,11 @@ def report(data, batch: int, seq: int, rounds: int) -> tuple[float, float]:
         "bound: x and y": xy_int64.clone,
     }, rounds)
     gbps = windows_int64.numel() * 8 / statistics.median(t["bound: windows"]) / 1e9
-    print(f"\n{batch} x {seq}, one thread, median of {rounds} paired rounds "
-          f"(int64 copy into fresh memory: {gbps:.1f} GB/s)")
+    big = torch.zeros(8 * 2**20, dtype=torch.int64)  # 64 MiB: out of every cache
+    dram = big.numel() * 8 / time_fn(torch.empty_like(big).copy_, big, min_run_time=0.2) / 1e9
+    print(f"\n{batch} x {seq}, one thread, median of {rounds} paired rounds (int64 copy of this size into "
+          f"fresh memory: {gbps:.1f} GB/s; of 64 MiB, from memory to memory: {dram:.1f} GB/s, which puts "
+          f"the windows' bound at {windows_int64.numel() * 8 / dram / 1e3:.1f} us)")
     for name, seconds in t.items():
         print(f"  {name:<22} {statistics.median(seconds) * 1e6:9.1f} us/batch")
     vs_notes = median_ratio(t["notes' list version"], t["get_batch"])

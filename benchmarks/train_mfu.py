@@ -1,50 +1,184 @@
-"""Training throughput and MFU of lecture_utils.train (run by hand or `make bench`).
+"""Training throughput of lecture_utils.train: the Trainer against a bare loop, and its MFU.
 
-On a CUDA GPU: the `gpu` config (about GPT-2 small, seq 1024) in bf16 with torch's fused
-AdamW (and torch.compile unless --no-compile); target (issue 7) on H100/H200: >= 45% MFU.
-Elsewhere: the `tiny` config on the CPU, reported against a measured peak, no target.
+Paired (same process, interleaved rounds, medians), on the device the Trainer picks: the
+Trainer's step (batch sampling, the lesson's train_step, its OOM wrapper, the log line)
+with the lesson's hand-written cross_entropy and math attention (before issue 15), with
+F.cross_entropy, and with F.cross_entropy and SDPA (the Trainer's default now), against a
+bare nanoGPT-style loop (sample, forward, F.cross_entropy, backward, clip, step) on the same
+model, batch, precision and optimizer. Goal: Trainer overhead <= 5% over the bare loop.
+It also prints the Trainer's FLOPs per step against nanoGPT's published formula
+(``estimate_mfu``: 6N + 12 L H Q T per token, N without the position table).
 
-    python benchmarks/train_mfu.py [--steps 30] [--batch-size 16] [--no-compile]
+On a CUDA GPU the default is the `gpu` config (about GPT-2 small, seq 1024) in bf16 with
+torch's fused AdamW, and then a Trainer run with torch.compile (unless --no-compile) whose
+MFU has a target (issue 7) on H100/H200: >= 45%. Elsewhere: the `tiny` config, batch 16 x 128.
+
+    python benchmarks/train_mfu.py [--rounds 8] [--steps 3] [--batch-size 16] [--no-compile]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import tempfile
+import time
 
 import torch
+import torch.nn.functional as F
 
+from lecture_utils.data import sample_windows
+from lecture_utils.dtypes import lookup
 from lecture_utils.hardware import detect
-from lecture_utils.train import TrainConfig, Trainer
+from lecture_utils.models import GPT, n_params
+from lecture_utils.nn import cross_entropy
+from lecture_utils.train import TrainConfig, Trainer, loop
 
 TARGET = {"H100 SXM": 0.45, "H100 PCIe": 0.45, "H200": 0.45}
+OVERHEAD_GOAL = 0.05
+
+
+def nanogpt_flops_per_step(model: GPT, batch: int, seq_len: int) -> float:
+    """nanoGPT's ``estimate_mfu`` (model.py): 6N + 12 L H Q T FLOPs per token, N the
+    parameters without the position table (their output layer is tied: counted once)."""
+    cfg = model.cfg
+    n = n_params(model) - model.pos_emb.weight.numel()
+    per_token = 6 * n + 12 * cfg.n_layers * cfg.n_heads * (cfg.d_model // cfg.n_heads) * seq_len
+    return per_token * seq_len * batch
+
+
+class BareLoop:
+    """nanoGPT's training loop on the Trainer's model config, batch, precision and optimizer."""
+
+    def __init__(self, trainer: Trainer):
+        self.trainer, self.device = trainer, trainer.device
+        torch.manual_seed(trainer.cfg.seed)
+        self.model = GPT(trainer.model_cfg).to(self.device)
+        opt = trainer.optimizer
+        self.optimizer = type(opt)(self.model.parameters(), **{k: v for k, v in opt.defaults.items()
+                                                                if k in ("lr", "betas", "eps", "weight_decay",
+                                                                         "fused")})
+        self.generator = torch.Generator().manual_seed(trainer.cfg.seed + 1)
+        amp = trainer.precision != "fp32"
+        self.autocast = (lambda: torch.autocast(self.device.type, dtype=lookup(trainer.precision).dtype)) \
+            if amp else contextlib.nullcontext
+
+    def step(self) -> float:
+        t = self.trainer
+        windows = sample_windows(t.train_data, t.cfg.batch_size, t.seq_len, self.generator)
+        windows = windows.to(self.device, non_blocking=True)
+        x, y = windows[:, :-1], windows[:, 1:]
+        with self.autocast():
+            logits = self.model(x)
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.cfg.clip)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss.item()
+
+
+def trainer_step(trainer: Trainer) -> None:
+    """What Trainer._loop does per step, without validation and checkpoints."""
+    loss, norm = trainer._step_with_oom_recovery(trainer.cfg.lr)
+    trainer.step += 1
+    if trainer.folder:
+        trainer.folder.append({"step": trainer.step, "loss": loss, "lr": trainer.cfg.lr, "grad_norm": norm})
+
+
+def paired(steps: dict, rounds: int, per_round: int, sync) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for fn in steps.values():  # warm-up: lazy init, allocator, first-touch of the data
+        fn()
+    for _ in range(rounds):
+        for name, fn in steps.items():
+            sync()
+            start = time.perf_counter()
+            for _ in range(per_round):
+                fn()
+            sync()
+            times[name].append((time.perf_counter() - start) / per_round)
+    return times
+
+
+def compare(cfg: TrainConfig, rounds: int, per_round: int) -> None:
+    with tempfile.TemporaryDirectory() as out:
+        variants = {"hand CE, math": {"attention": "math"}, "F.cross_entropy, math": {"attention": "math"},
+                    "F.cross_entropy, SDPA": {}}
+        trainers = {name: Trainer(cfg, f"{out}/{i}", progress=False, model_overrides=overrides,
+                                  echo=lambda line: None)
+                    for i, (name, overrides) in enumerate(variants.items())}
+        default = trainers["F.cross_entropy, SDPA"]
+        bare = BareLoop(default)
+        lesson_loss = loop.lm_loss
+
+        def with_loss(trainer, loss_fn):
+            def run():
+                loop.lm_loss = loss_fn  # train_step looks the loss up when it runs
+                try:
+                    trainer_step(trainer)
+                finally:
+                    loop.lm_loss = lesson_loss
+            return run
+
+        steps = {"Trainer, hand CE, math (before)": with_loss(trainers["hand CE, math"], cross_entropy),
+                 "Trainer, F.cross_entropy, math": with_loss(trainers["F.cross_entropy, math"], lesson_loss),
+                 "Trainer, F.cross_entropy, SDPA (now)": with_loss(default, lesson_loss),
+                 "bare nanoGPT loop, same model": bare.step}
+        sync = torch.cuda.synchronize if default.device.type == "cuda" else (lambda: None)
+        times = paired(steps, rounds, per_round, sync)
+        tokens = cfg.batch_size * default.seq_len
+        print(f"{cfg.config} config, batch {cfg.batch_size} x {default.seq_len}, {default.precision} on "
+              f"{default.device}, {torch.get_num_threads()} threads; median of {rounds} paired rounds of "
+              f"{per_round} steps")
+        bare_times = times["bare nanoGPT loop, same model"]
+        for name, seconds in times.items():
+            ratio = statistics.median(a / b for a, b in zip(seconds, bare_times, strict=True))
+            print(f"  {name:<38} {statistics.median(seconds) * 1e3:8.1f} ms/step "
+                  f"{tokens / statistics.median(seconds):10,.0f} tokens/s  {ratio:.3f}x the bare loop's time")
+        before, now = times["Trainer, hand CE, math (before)"], times["Trainer, F.cross_entropy, SDPA (now)"]
+        speedup = statistics.median(a / b for a, b in zip(before, now, strict=True))
+        overhead = statistics.median(a / b for a, b in zip(now, bare_times, strict=True)) - 1
+        print(f"  tokens/s now vs before: {speedup:.2f}x; Trainer overhead over the bare loop: {overhead:+.1%} "
+              f"(goal <= {OVERHEAD_GOAL:.0%})")
+        ours = default.flops_per_step
+        theirs = nanogpt_flops_per_step(default.raw_model, cfg.batch_size, default.seq_len)
+        print(f"  FLOPs per step: ours (3 x exact forward) {ours:,.0f}; nanoGPT's 6N + 12LHQT {theirs:,.0f} "
+              f"({ours / theirs:.3f}x)")
+        for trainer in trainers.values():
+            trainer.close()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=8, help="paired rounds")
+    parser.add_argument("--steps", type=int, default=3, help="steps per variant per round")
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--no-compile", action="store_true")
     args = parser.parse_args()
     cuda = torch.cuda.is_available()
     try:  # TrainConfig checks the numbers: one line and exit 2 on bad input
-        cfg = TrainConfig(config="gpu" if cuda else "tiny", steps=args.steps, warmup=min(1, args.steps),
-                          val_every=0, batch_size=args.batch_size or (16 if cuda else 8),
-                          seq_len=None if cuda else 64, compile=cuda and not args.no_compile)
+        for name in ("rounds", "steps"):
+            if getattr(args, name) < 1:
+                raise ValueError(f"--{name} must be >= 1, got {getattr(args, name)}")
+        cfg = TrainConfig(config="gpu" if cuda else "tiny", steps=max(args.steps, 2), warmup=1, val_every=0,
+                          batch_size=args.batch_size or 16, seq_len=None, compile=False)
     except (ValueError, TypeError) as err:
         parser.error(str(err))
+    compare(cfg, args.rounds, args.steps)
+    if not cuda:
+        return 0
+    cfg.compile, cfg.steps = not args.no_compile, 30
     with tempfile.TemporaryDirectory() as out:
         records = Trainer(cfg, out, progress=False).run()
     steady = records[len(records) // 3:]  # skip warm-up and compilation steps
     tokens = statistics.median(r["tokens_per_s"] for r in steady)
     mfu = statistics.median(r["mfu"] for r in steady)
-    gpu = detect("cuda") if cuda else None
-    peak = f"dense bf16 peak of {gpu.name}" if gpu else "a measured matmul peak"
-    print(f"{cfg.config} config: {tokens:,.0f} tokens/s, MFU {mfu:.1%} (against {peak}); "
-          f"loss {records[0]['loss']:.3f} -> {records[-1]['loss']:.3f}")
-    target = TARGET.get(gpu.name) if gpu else None
+    gpu = detect("cuda")
+    print(f"{cfg.config} config{' compiled' if cfg.compile else ''}: {tokens:,.0f} tokens/s, MFU {mfu:.1%} "
+          f"(against the dense bf16 peak of {gpu.name}); loss {records[0]['loss']:.3f} -> {records[-1]['loss']:.3f}")
+    target = TARGET.get(gpu.name)
     if target is not None and mfu < target:
         print(f"FAIL: MFU {mfu:.1%} < {target:.0%}")
         return 1

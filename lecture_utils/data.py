@@ -61,23 +61,35 @@ def get_batch_lecture(data, batch_size, seq_len, device):
     return x.to(device), y.to(device)
 
 
-def sample_windows(data, batch_size, seq_len, generator=None):
-    """(batch_size, seq_len + 1) int64 windows of `data` at uniform random starts, on the CPU."""
+def window_rows(data, batch_size, seq_len, generator=None):
+    """(batch_size, seq_len + 1) windows of `data` at uniform random starts, in its dtype."""
     assert 0 < seq_len < len(data), f"seq_len must be in 1..{len(data) - 1}, got {seq_len}"
     starts = torch.randint(len(data) - seq_len, (batch_size,), generator=generator).numpy()
-    positions = starts[:, None] + np.arange(seq_len + 1)
-    return torch.from_numpy(data[positions].astype(np.int64))  # one gather for the whole batch
+    step = data.strides[0]
+    every_window = np.lib.stride_tricks.as_strided(  # row i is data[i:i + seq_len + 1]: a view
+        data, (len(data) - seq_len, seq_len + 1), (step, step), subok=True, writeable=False)
+    return every_window[starts]  # one gather for the whole batch
+
+
+def widened(array, pin_memory=False):
+    """`array` copied once into a new int64 tensor (in pinned memory if `pin_memory`)."""
+    out = torch.empty(array.shape, dtype=torch.int64, pin_memory=pin_memory)
+    np.copyto(out.numpy(), array)
+    return out
+
+
+def sample_windows(data, batch_size, seq_len, generator=None, pin_memory=False):
+    """(batch_size, seq_len + 1) int64 windows of `data` at uniform random starts, on the CPU."""
+    return widened(window_rows(data, batch_size, seq_len, generator), pin_memory)
 
 
 def get_batch(data, batch_size, seq_len, device, generator=None):
     """(x, y): int64 (batch_size, seq_len) tensors on `device`; y is x shifted by one token."""
     device = get_device(device)  # "cuda:99" raises instead of silently using the CPU
-    windows = sample_windows(data, batch_size, seq_len, generator)
-    if device.type == "cuda":  # pinned host memory: the copy runs asynchronously (§6.1)
-        windows = windows.pin_memory().to(device, non_blocking=True)
-    else:
-        windows = windows.to(device)
-    return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
+    rows = window_rows(data, batch_size, seq_len, generator)
+    pin = device.type == "cuda"  # pinned host memory: the copies to the GPU run asynchronously (§6.1)
+    x, y = widened(rows[:, :-1], pin), widened(rows[:, 1:], pin)
+    return x.to(device, non_blocking=True), y.to(device, non_blocking=True)
 # <<< lesson code from py_src/06_data_loading.py
 
 

@@ -257,7 +257,7 @@ gc.collect()
 r_start = rss()
 mapped = np.memmap(BIG, dtype=np.uint16, mode="r")
 r_mapped = rss()
-batch = mapped[starts[:, None] + np.arange(RSS_SEQ + 1)]  # the 8 windows, as get_batch reads them
+batch = mapped[starts[:, None] + np.arange(RSS_SEQ + 1)]  # the 8 windows: the bytes get_batch reads
 r_batch = rss()
 
 if not HAVE_PROC:
@@ -402,33 +402,50 @@ def get_batch_lecture(data, batch_size, seq_len, device):
     return x.to(device), y.to(device)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The vectorised sampler has no loop over the batch. `sample_windows` makes one
-# `(batch, seq_len + 1)` array of positions and reads every window with one fancy index:
-# one gather for the whole batch, widened to int64 once. `get_batch` sends the windows to
-# the device in one copy (pinned and `non_blocking` on CUDA, see §6.1) and only then splits
-# them into `x` and `y`, which share all but one token of each window. It takes an explicit
-# `torch.Generator`, so sampling is reproducible (and checkpointable) without touching the
-# global seed.
+# The vectorised sampler has no loop over the batch, and writes each int64 token once. A
+# stride trick (notebook 01) first: `as_strided` views the uint16 data as a matrix whose
+# row $i$ is the window `data[i : i + seq_len + 1]`. Both of its strides are one token, so
+# neighbouring rows overlap and the view costs no memory (numpy's `sliding_window_view`
+# builds the same view, checked below, but takes longer to build than a small batch takes
+# to copy). `window_rows` indexes its rows with the starts: one gather for the whole batch,
+# still uint16, a quarter of the int64 batch's bytes. `widened` then copies it once into a
+# new int64 tensor, in pinned memory when the batch goes to a GPU, so that the copy there
+# runs asynchronously (§6.1). `sample_windows` (what `Trainer` uses) widens the windows;
+# `get_batch` widens `x` and `y`, which share all but one token of each window, straight
+# from the gathered rows. Both take an explicit `torch.Generator`, so sampling is
+# reproducible (and checkpointable) without touching the global seed.
 
 # %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/data.py
-def sample_windows(data, batch_size, seq_len, generator=None):
-    """(batch_size, seq_len + 1) int64 windows of `data` at uniform random starts, on the CPU."""
+def window_rows(data, batch_size, seq_len, generator=None):
+    """(batch_size, seq_len + 1) windows of `data` at uniform random starts, in its dtype."""
     assert 0 < seq_len < len(data), f"seq_len must be in 1..{len(data) - 1}, got {seq_len}"
     starts = torch.randint(len(data) - seq_len, (batch_size,), generator=generator).numpy()
-    positions = starts[:, None] + np.arange(seq_len + 1)
-    return torch.from_numpy(data[positions].astype(np.int64))  # one gather for the whole batch
+    step = data.strides[0]
+    every_window = np.lib.stride_tricks.as_strided(  # row i is data[i:i + seq_len + 1]: a view
+        data, (len(data) - seq_len, seq_len + 1), (step, step), subok=True, writeable=False)
+    return every_window[starts]  # one gather for the whole batch
+
+
+def widened(array, pin_memory=False):
+    """`array` copied once into a new int64 tensor (in pinned memory if `pin_memory`)."""
+    out = torch.empty(array.shape, dtype=torch.int64, pin_memory=pin_memory)
+    np.copyto(out.numpy(), array)
+    return out
+
+
+def sample_windows(data, batch_size, seq_len, generator=None, pin_memory=False):
+    """(batch_size, seq_len + 1) int64 windows of `data` at uniform random starts, on the CPU."""
+    return widened(window_rows(data, batch_size, seq_len, generator), pin_memory)
 
 
 def get_batch(data, batch_size, seq_len, device, generator=None):
     """(x, y): int64 (batch_size, seq_len) tensors on `device`; y is x shifted by one token."""
     device = get_device(device)  # "cuda:99" raises instead of silently using the CPU
-    windows = sample_windows(data, batch_size, seq_len, generator)
-    if device.type == "cuda":  # pinned host memory: the copy runs asynchronously (§6.1)
-        windows = windows.pin_memory().to(device, non_blocking=True)
-    else:
-        windows = windows.to(device)
-    return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
+    rows = window_rows(data, batch_size, seq_len, generator)
+    pin = device.type == "cuda"  # pinned host memory: the copies to the GPU run asynchronously (§6.1)
+    x, y = widened(rows[:, :-1], pin), widened(rows[:, 1:], pin)
+    return x.to(device, non_blocking=True), y.to(device, non_blocking=True)
 
 # %% slideshow={"slide_type": "subslide"}
 x, y = get_batch(val, 4, 16, device, generator=torch.Generator().manual_seed(0))
@@ -437,6 +454,20 @@ check("...batch x 16 tokens each", tuple(x.shape), (4, 16))
 check("...on the device", (x.device.type, y.device.type) == (device.type, device.type), True)
 check("...y is x shifted by one token", torch.equal(x[:, 1:], y[:, :-1]), True)
 check("...widened per batch: int64 bytes of x + y", tensor_bytes(x) + tensor_bytes(y), 1024)
+every_window = np.lib.stride_tricks.as_strided(val, (len(val) - 16, 17), (2, 2), writeable=False)
+check("the windows view: row 5 is val[5:22]", np.array_equal(every_window[5], val[5:22]), True)
+check("...it is numpy's sliding_window_view", np.array_equal(
+    every_window, np.lib.stride_tricks.sliding_window_view(val, 17)), True)
+check("...and shares val's memory (no copy)", np.shares_memory(every_window, val), True)
+same_starts = torch.randint(len(val) - 16, (4,), generator=torch.Generator().manual_seed(0)).numpy()
+check("sample_windows == one fancy index of every position, on the same starts",
+      np.array_equal(sample_windows(val, 4, 16, torch.Generator().manual_seed(0)).numpy(),
+                     val[same_starts[:, None] + np.arange(17)]), True)
+win_cpu = sample_windows(val, 4, 16, torch.Generator().manual_seed(0))
+x_cpu, y_cpu = get_batch(val, 4, 16, "cpu", generator=torch.Generator().manual_seed(0))
+check("get_batch == those windows split, on the same starts",
+      (torch.equal(x_cpu, win_cpu[:, :-1]), torch.equal(y_cpu, win_cpu[:, 1:])), (True, True))
+check("...each its own contiguous tensor", (x_cpu.is_contiguous(), y_cpu.is_contiguous()), (True, True))
 
 # %% [markdown]
 # **The same random numbers, the same windows?** Nearly. A window needs `seq_len + 1`

@@ -1,9 +1,9 @@
 """The training loop (§8): the lesson's pieces, and the ``Trainer`` that runs them in production.
 
-``cosine_lr``, ``clip_grad_norm``, ``evaluate`` and ``train_step`` are lesson code from
-notebook 08 (exported below). ``Trainer`` is machinery built from them: DDP and ZeRO-1,
-autocast, recovery from CUDA out-of-memory, ``torch.compile``, MFU, logging and
-checkpoints.
+``cosine_lr``, ``clip_grad_norm``, ``lm_loss`` (F.cross_entropy), ``evaluate`` and
+``train_step`` are lesson code from notebook 08 (exported below). ``Trainer`` is machinery
+built from them: DDP and ZeRO-1, autocast, recovery from CUDA out-of-memory,
+``torch.compile``, MFU, logging and checkpoints.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 
 from lecture_utils.data import data_dir, load_tokens, sample_windows
 from lecture_utils.device import get_device, seed_all
 from lecture_utils.dtypes import lookup
 from lecture_utils.flops import transformer_flops
 from lecture_utils.models import GPT, GPTConfig, get_config
-from lecture_utils.nn import cross_entropy
 from lecture_utils.optim import AdamW
 from lecture_utils.train.checkpoint import (
     CHECKPOINT,
@@ -72,11 +72,16 @@ def clip_grad_norm(parameters, max_norm: float) -> torch.Tensor:
     return total
 
 
+def lm_loss(logits, targets):
+    """Our cross_entropy's value, by F.cross_entropy (fp32, over every position)."""
+    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+
+
 def evaluate(model, batches) -> float:
     """Mean loss over (x, y) batches, in eval mode and without building a graph."""
     model.eval()
     with torch.no_grad():
-        losses = [cross_entropy(model(x), y).item() for x, y in batches]
+        losses = [lm_loss(model(x), y).item() for x, y in batches]
     model.train()
     return sum(losses) / len(losses)
 
@@ -89,7 +94,7 @@ def train_step(model, optimizer, batches, lr: float, clip: float, scaler=None) -
     optimizer.zero_grad(set_to_none=True)
     total = 0.0
     for x, y in batches:
-        loss = cross_entropy(model(x), y) / len(batches)
+        loss = lm_loss(model(x), y) / len(batches)
         (scaler.scale(loss) if scaler else loss).backward()  # gradients add up over the micro-batches
         total += loss.item()
     if scaler:
@@ -310,11 +315,10 @@ class Trainer:
 
     def _micro_batch(self):
         """The next micro-batch of the *global* batch; each process keeps its own rows."""
-        windows = sample_windows(self.train_data, self.micro, self.seq_len, self.generator)
+        windows = sample_windows(self.train_data, self.micro, self.seq_len, self.generator,
+                                 pin_memory=self.device.type == "cuda")  # one int64 copy, pinned for the GPU
         per_rank = self.micro // self.world
-        windows = windows[self.rank * per_rank:(self.rank + 1) * per_rank]
-        windows = windows.pin_memory().to(self.device, non_blocking=True) if self.device.type == "cuda" \
-            else windows
+        windows = windows[self.rank * per_rank:(self.rank + 1) * per_rank].to(self.device, non_blocking=True)
         return windows[:, :-1], windows[:, 1:]
 
     def _val_batches(self):
