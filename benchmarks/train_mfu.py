@@ -145,7 +145,8 @@ def compare(cfg: TrainConfig, rounds: int, per_round: int) -> None:
         ours = default.flops_per_step
         theirs = nanogpt_flops_per_step(default.raw_model, cfg.batch_size, default.seq_len)
         print(f"  FLOPs per step: ours (3 x exact forward) {ours:,.0f}; nanoGPT's 6N + 12LHQT {theirs:,.0f} "
-              f"({ours / theirs:.3f}x)")
+              f"({ours / theirs:.3f}x: its N also counts the LayerNorms and biases and, the model being untied, "
+              f"the token table, whose lookup is no matmul)")
         for trainer in trainers.values():
             trainer.close()
 
