@@ -897,6 +897,8 @@ check("8 GPUs, sharded", max_params_that_fit(80e9, n_gpus=8, sharded=True), 40_0
 # also holds the step's throughput and MFU: the FLOPs of a step are three times the exact
 # forward count of notebook 03 (backward ≈ 2 × forward) times the batch; on the CPU the
 # denominator is the best matmul rate `Trainer` measured here at the start of the run.
+# Since that count is a formula, not `FlopCounterMode`, `Trainer` builds the GPT with fused
+# attention (`attention="sdpa"`: the same logits, but no score matrix kept for backward).
 
 # %% [markdown] slideshow={"slide_type": "notes"}
 # - The Trainer imports this notebook's functions; show the two shell lines (train, resume).
@@ -915,6 +917,7 @@ check("the checkpoint is at step 15", read_checkpoint(workdir / "trainer" / "che
 check("the loss fell by more than 1.0", records[0]["loss"] - records[-1]["loss"] > 1.0, True)
 check("warm-up: lr at the first three steps", [r["lr"] for r in records[:3]], [0.0, 1e-3, 2e-3])
 flops_per_step = 3 * transformer_flops(**tiny.flops_kwargs(seq_len)) * batch_size
+check("Trainer's GPT runs F.scaled_dot_product_attention", trainer.model_cfg.attention, "sdpa")
 check("FLOPs per step = 3 x forward x batch", trainer.flops_per_step, flops_per_step)
 check("... about 2.0 GFLOP for the tiny GPT at 8 x 64", flops_per_step, 1_962_934_272)
 later = records[3:]  # the first steps include one-off costs
