@@ -51,7 +51,11 @@
 # >   $d_\text{out}$; use `mode="fan_out"`: [A layout trap in torch.nn.init](#A-layout-trap-in-torch.nn.init).
 
 # %%
-from lecture_utils import setup
+try:
+    from lecture_utils import setup
+except ModuleNotFoundError:  # e.g. Colab: the README, "Colab and other hosted Jupyter"
+    raise SystemExit("lecture_utils is not installed in this kernel. Run this in a new cell, then this cell again:\n"
+                     '    %pip install "git+https://github.com/OWNER/REPO.git"') from None
 device = setup()
 
 # %% slideshow={"slide_type": "subslide"}

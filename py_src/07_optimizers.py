@@ -42,7 +42,11 @@
 # >   [§1.2 The 16 bytes per parameter](#§1.2-The-16-bytes-per-parameter,-rebuilt-from-measured-tensors).
 
 # %%
-from lecture_utils import setup
+try:
+    from lecture_utils import setup
+except ModuleNotFoundError:  # e.g. Colab: the README, "Colab and other hosted Jupyter"
+    raise SystemExit("lecture_utils is not installed in this kernel. Run this in a new cell, then this cell again:\n"
+                     '    %pip install "git+https://github.com/OWNER/REPO.git"') from None
 device = setup()
 
 # %% slideshow={"slide_type": "subslide"}
