@@ -20,6 +20,7 @@ failure, 2 if Chromium or Playwright is missing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import re
 import shutil
@@ -33,6 +34,7 @@ from urllib.request import url2pathname
 import matplotlib.image
 import numpy as np
 
+REVEAL_READY = "() => window.Reveal && Reveal.isReady && Reveal.isReady()"
 WIDTH, HEIGHT = 1280, 720
 CHROMIUM = "/usr/bin/chromium"
 INSTALL_HINT = ("chromium not found: install it with "
@@ -49,6 +51,9 @@ const SKIP = 'pre, code, script, style, textarea, kbd, samp, aside.notes, '
 const RAW_MATH = /\$\$|\\\(|\\\[|\$[^$\s][^$]*\$/;
 // Rendered for the reader: not display:none, not visibility:hidden, not in a closed <details>.
 function shown(el) {
+  // In a deck only the present slide is on screen; reveal.js keeps its neighbours laid out.
+  const slide = el.closest('.reveal .slides section');
+  if (slide && !slide.classList.contains('present')) return false;
   return el.checkVisibility({visibilityProperty: true, contentVisibilityAuto: true})
     && el.getClientRects().length > 0;
 }
@@ -240,6 +245,9 @@ class Checker:
         page.on("pageerror", lambda e: errors.append(str(e).splitlines()[0][:120]))
         try:
             page.goto(path.resolve().as_uri(), wait_until="load")
+            if page.locator(".reveal").count():  # a deck: look at it as laid out by reveal.js,
+                with contextlib.suppress(Exception):  # not before (_check_deck reports a failure)
+                    page.wait_for_function(REVEAL_READY, timeout=self.timeout_ms)
             found = page.evaluate(JS_PAGE)
             problems = report.problems
             problems += [f"network request to {u}" for u in dict.fromkeys(network)]
@@ -269,8 +277,7 @@ class Checker:
 
     def _check_deck(self, page, report: Report) -> None:
         try:
-            page.wait_for_function("() => window.Reveal && Reveal.isReady && Reveal.isReady()",
-                                   timeout=self.timeout_ms)
+            page.wait_for_function(REVEAL_READY, timeout=self.timeout_ms)
         except Exception:
             report.problems.append("Reveal not initialised (reveal.js missing or failed)")
             return
