@@ -84,12 +84,11 @@ def sample_windows(data, batch_size, seq_len, generator=None, pin_memory=False):
 
 
 def get_batch(data, batch_size, seq_len, device, generator=None):
-    """(x, y): int64 (batch_size, seq_len) tensors on `device`; y is x shifted by one token."""
+    """(x, y): int64 (batch_size, seq_len) views on `device`; y is x shifted by one token."""
     device = get_device(device)  # "cuda:99" raises instead of silently using the CPU
-    rows = window_rows(data, batch_size, seq_len, generator)
-    pin = device.type == "cuda"  # pinned host memory: the copies to the GPU run asynchronously (§6.1)
-    x, y = widened(rows[:, :-1], pin), widened(rows[:, 1:], pin)
-    return x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+    pin = device.type == "cuda"  # pinned host memory: the copy to the GPU runs asynchronously (§6.1)
+    windows = sample_windows(data, batch_size, seq_len, generator, pin).to(device, non_blocking=True)
+    return windows[:, :-1], windows[:, 1:]  # one int64 copy, one transfer: two views of it
 # <<< lesson code from py_src/06_data_loading.py
 
 
