@@ -79,7 +79,7 @@ def test_gpu_only_blocks_print_only_per_device_lines():
     blocks = list(_cuda_only_blocks())
     assert len(blocks) >= 10
     wrong = []
-    for name, line, block in blocks:
+    for name, _line, block in blocks:
         for call in _calls(block, "measured"):
             if not any(k.arg == "per_device" and getattr(k.value, "value", None) is True for k in call.keywords):
                 wrong.append(f"{name}:{call.lineno} measured(...) without per_device=True")
