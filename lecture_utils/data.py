@@ -84,11 +84,15 @@ def sample_windows(data, batch_size, seq_len, generator=None, pin_memory=False):
 
 
 def get_batch(data, batch_size, seq_len, device, generator=None):
-    """(x, y): int64 (batch_size, seq_len) views on `device`; y is x shifted by one token."""
+    """(x, y): contiguous int64 (batch_size, seq_len) tensors on `device`; y is x shifted by one."""
     device = get_device(device)  # "cuda:99" raises instead of silently using the CPU
+    rows = window_rows(data, batch_size, seq_len, generator)
+    token, row = rows.strides[1], rows.strides[0]
+    # x and y as one (2, batch, seq_len) view of the rows: y starts one token further on
+    x_and_y = np.lib.stride_tricks.as_strided(rows, (2, batch_size, seq_len), (token, row, token))
     pin = device.type == "cuda"  # pinned host memory: the copy to the GPU runs asynchronously (§6.1)
-    windows = sample_windows(data, batch_size, seq_len, generator, pin).to(device, non_blocking=True)
-    return windows[:, :-1], windows[:, 1:]  # one int64 copy, one transfer: two views of it
+    both = widened(x_and_y, pin).to(device, non_blocking=True)  # one int64 copy, one transfer
+    return both[0], both[1]
 # <<< lesson code from py_src/06_data_loading.py
 
 

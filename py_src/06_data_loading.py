@@ -415,13 +415,13 @@ def get_batch_lecture(data, batch_size, seq_len, device):
 # to copy). `window_rows` indexes its rows with the starts: one gather for the whole batch,
 # still uint16, a quarter of the int64 batch's bytes. `widened` then copies it once into a
 # new int64 tensor, in pinned memory when the batch goes to a GPU, so that the copy there
-# runs asynchronously (§6.1). `get_batch` moves those windows to the device in one transfer
-# and returns `x` and `y` as two *views* of them (`x` drops each window's last token, `y` its
-# first), so each int64 token is written once and crosses to the GPU once. The views are not
-# contiguous (their row stride is `seq_len + 1`): embedding lookups and `flatten` take them as
-# they are; call `.contiguous()` only where an op insists. Both functions take an explicit
-# `torch.Generator`, so sampling is reproducible (and checkpointable) without touching the
-# global seed.
+# runs asynchronously (§6.1). `sample_windows` (what `Trainer` uses) widens the windows.
+# `get_batch` views the rows once more, as a (2, batch, seq_len) array whose first half is
+# `x` and second half `y`, one token further on (a stride trick again: no copy), and widens
+# that view in a single copy into one int64 tensor, which goes to the device in one transfer.
+# `x` and `y` are its two halves: each contiguous, so the notes' `y.view(-1)` works on them.
+# Both functions take an explicit `torch.Generator`, so sampling is reproducible (and
+# checkpointable) without touching the global seed.
 
 # %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/data.py
@@ -448,11 +448,15 @@ def sample_windows(data, batch_size, seq_len, generator=None, pin_memory=False):
 
 
 def get_batch(data, batch_size, seq_len, device, generator=None):
-    """(x, y): int64 (batch_size, seq_len) views on `device`; y is x shifted by one token."""
+    """(x, y): contiguous int64 (batch_size, seq_len) tensors on `device`; y is x shifted by one."""
     device = get_device(device)  # "cuda:99" raises instead of silently using the CPU
+    rows = window_rows(data, batch_size, seq_len, generator)
+    token, row = rows.strides[1], rows.strides[0]
+    # x and y as one (2, batch, seq_len) view of the rows: y starts one token further on
+    x_and_y = np.lib.stride_tricks.as_strided(rows, (2, batch_size, seq_len), (token, row, token))
     pin = device.type == "cuda"  # pinned host memory: the copy to the GPU runs asynchronously (§6.1)
-    windows = sample_windows(data, batch_size, seq_len, generator, pin).to(device, non_blocking=True)
-    return windows[:, :-1], windows[:, 1:]  # one int64 copy, one transfer: two views of it
+    both = widened(x_and_y, pin).to(device, non_blocking=True)  # one int64 copy, one transfer
+    return both[0], both[1]
 
 # %% slideshow={"slide_type": "subslide"}
 x, y = get_batch(val, 4, 16, device, generator=torch.Generator().manual_seed(0))
@@ -460,9 +464,9 @@ check("get_batch: x and y are int64", (x.dtype, y.dtype), (torch.int64, torch.in
 check("...batch x 16 tokens each", tuple(x.shape), (4, 16))
 check("...on the device", (x.device.type, y.device.type) == (device.type, device.type), True)
 check("...y is x shifted by one token", torch.equal(x[:, 1:], y[:, :-1]), True)
-check("...x and y: two views of one int64 buffer of 4 x 17 tokens (bytes)",
+check("...x and y: the two halves of one int64 copy (bytes)",
       (x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr(), x.untyped_storage().nbytes()),
-      (True, 4 * 17 * 8))
+      (True, 2 * 4 * 16 * 8))
 
 # %% slideshow={"slide_type": "subslide"}
 every_window = np.lib.stride_tricks.as_strided(val, (len(val) - 16, 17), (2, 2), writeable=False)
@@ -478,8 +482,7 @@ win_cpu = sample_windows(val, 4, 16, torch.Generator().manual_seed(0))
 x_cpu, y_cpu = get_batch(val, 4, 16, "cpu", generator=torch.Generator().manual_seed(0))
 check("get_batch == those windows split, on the same starts",
       (torch.equal(x_cpu, win_cpu[:, :-1]), torch.equal(y_cpu, win_cpu[:, 1:])), (True, True))
-check("...as views with row stride 17, not contiguous copies", (x_cpu.stride(), x_cpu.is_contiguous()),
-      ((17, 1), False))
+check("...each half contiguous", (x_cpu.is_contiguous(), y_cpu.is_contiguous()), (True, True))
 
 # %% [markdown]
 # **The same random numbers, the same windows?** Nearly. A window needs `seq_len + 1`
@@ -998,24 +1001,24 @@ check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes, 60e12, rel=1e-9)
 # 2. The operating system reads whole 4 KiB pages. How many pages does one window touch
 #    at most, and on average? (Check the average by drawing random starts.) How many bytes
 #    must come off the disk per batch, then, if nothing is cached?
-# 3. How many bytes does `get_batch` put on the GPU? (`x` and `y` are two views of one
-#    int64 tensor of windows.) How many such batches would fit in 80 GB of GPU memory?
+# 3. How big are `x` and `y` on the GPU, as int64? How many such batches would fit in
+#    80 GB of GPU memory?
 
 # %% tags=["exercise"]
 e6_2_batch_bytes = ...  # 1. bytes of token ids in one batch, as stored (uint16)
 e6_2_pages_max = ...  # 2. 4 KiB pages one window touches, at most
 e6_2_pages_mean = ...  # 2. ...and on average
 e6_2_read_bytes = ...  # 2. bytes read from disk per batch, nothing cached (whole pages)
-e6_2_xy_bytes = ...  # 3. bytes get_batch puts on the GPU for x and y (one int64 buffer)
-e6_2_batches_80gb = ...  # 3. how many such batches fit in 80e9 bytes
+e6_2_xy_bytes = ...  # 3. bytes of x and y together on the GPU, as int64
+e6_2_batches_80gb = ...  # 3. how many such (x, y) pairs fit in 80e9 bytes
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
 check_answer("E6.2 1. batch bytes on disk", e6_2_batch_bytes, 131_200)
 check_answer("E6.2 2. pages per window, at most", e6_2_pages_max, 2)
 check_answer("E6.2 2. pages per window, on average", e6_2_pages_mean, 1.5, rel=1e-6)
 check_answer("E6.2 2. bytes read per batch", e6_2_read_bytes, 393_216, rel=1e-6)
-check_answer("E6.2 3. x and y bytes on the GPU", e6_2_xy_bytes, 524_800)
-check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb, 152_439)
+check_answer("E6.2 3. x + y bytes", e6_2_xy_bytes, 1_048_576)
+check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb, 76_293)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. (1) 64 windows x 1,025 tokens x 2 bytes = 131,200 bytes (x and y share all but one
@@ -1023,9 +1026,8 @@ check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb, 152_439)
 # byte offset, uniform within a page, and it crosses into a second page when it starts in
 # the page's second half: 1.5 pages on average, so about 64 x 1.5 x 4 KiB = 384 KiB read
 # per batch, 3x the bytes used (more with readahead): random access has read
-# amplification. (3) x and y are views of one int64 tensor of the windows, 64 x 1,025 x 8 =
-# 524,800 bytes (two separate tensors would take 1 MiB); 80 GB holds 152,439 of them. The
-# batch is never what fills a GPU; the activations it produces are (notebook 04, §4.3).
+# amplification. (3) x and y are 2 x 64 x 1,024 x 8 bytes = 1 MiB; 80 GB holds 76,293 of
+# them. The batch is never what fills a GPU; the activations it produces are (notebook 04, §4.3).
 B, T, PAGE = 64, 1024, 4096
 window_bytes = (T + 1) * 2
 check("1. bytes of token ids per batch", B * window_bytes, 131_200)
@@ -1037,10 +1039,9 @@ check("   ...100,000 random starts agree", float(sim_pages.mean()), 1.5, rel=0.0
 read_per_batch = B * 1.5 * PAGE
 check("   bytes read per batch, nothing cached", format_bytes(read_per_batch), "393 kB (384 KiB)")
 check("   read amplification", round(read_per_batch / (B * window_bytes), 2), 3.0)
-xy_bytes = tensor_bytes((B, T + 1), torch.int64)  # x and y are views of these windows
-check("3. x and y on the GPU: one int64 (B, T + 1) buffer", format_bytes(xy_bytes), "525 kB (512 KiB)")
-check("   ...half of two separate (B, T) tensors", 2 * tensor_bytes((B, T), torch.int64) / xy_bytes, 1.998, rel=1e-3)
-check("   batches in 80 GB", int(80e9 // xy_bytes), 152_439)
+xy_bytes = 2 * tensor_bytes((B, T), torch.int64)
+check("3. x + y on the GPU", format_bytes(xy_bytes), "1.05 MB (1 MiB)")
+check("   batches in 80 GB", int(80e9 // xy_bytes), 76_293)
 e6_2_batch_bytes, e6_2_pages_max = B * window_bytes, (window_bytes - 2) // PAGE + 2
 e6_2_pages_mean, e6_2_read_bytes = 1 + (window_bytes - 2) / PAGE, read_per_batch
 e6_2_xy_bytes, e6_2_batches_80gb = xy_bytes, int(80e9 // xy_bytes)
@@ -1048,5 +1049,5 @@ check_answer("E6.2 1. batch bytes on disk", e6_2_batch_bytes, 131_200)
 check_answer("E6.2 2. pages per window, at most", e6_2_pages_max, 2)
 check_answer("E6.2 2. pages per window, on average", e6_2_pages_mean, 1.5, rel=1e-6)
 check_answer("E6.2 2. bytes read per batch", e6_2_read_bytes, 393_216, rel=1e-6)
-check_answer("E6.2 3. x and y bytes on the GPU", e6_2_xy_bytes, 524_800)
-check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb, 152_439)
+check_answer("E6.2 3. x + y bytes", e6_2_xy_bytes, 1_048_576)
+check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb, 76_293)
