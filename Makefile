@@ -52,12 +52,12 @@ XDIST_ENV := OMP_NUM_THREADS=1
 XDIST_DIST := --dist loadscope --no-loadscope-reorder
 
 test: $(STAMP)  ## set up, then unit tests + nbval of every notebook (strict)
-	$(XDIST_ENV) $(BIN)/python -m pytest tests $(NOTEBOOKS) -n auto $(XDIST_DIST) \
+	$(XDIST_ENV) $(BIN)/python -m pytest tests $(NOTEBOOKS) -m "not site" -n auto $(XDIST_DIST) \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		--nbval-cell-timeout 120
 
 unit: $(STAMP)  ## unit tests only
-	$(XDIST_ENV) $(BIN)/python -m pytest tests -n auto $(XDIST_DIST)
+	$(XDIST_ENV) $(BIN)/python -m pytest tests -m "not site" -n auto $(XDIST_DIST)
 
 nbval: $(STAMP)  ## nbval only
 	$(XDIST_ENV) $(BIN)/python -m pytest $(NOTEBOOKS) -n auto $(XDIST_DIST) \
@@ -85,7 +85,8 @@ site: $(STAMP)  ## static site from the stored outputs (no execution) in build/s
 slides: $(STAMP)  ## one reveal.js deck per notebook in build/slides/
 	$(BIN)/python scripts/build_slides.py --out build/slides $(NOTEBOOKS)
 
-site-check: site slides  ## load every page and deck in headless Chromium and check it
+site-check: site slides  ## the browser tests (the checker on broken pages, Lab in Chromium), then every real page and deck
+	$(XDIST_ENV) $(BIN)/python -m pytest tests -m site -n auto $(XDIST_DIST)
 	$(BIN)/python scripts/check_pages.py --site build/site --slides build/slides
 
 data: $(STAMP)  ## train the tokenizer and write data/tokens/ (reproducible: same sha256)

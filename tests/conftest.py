@@ -23,6 +23,8 @@ import pytest
 def pytest_configure(config):
     config.addinivalue_line("markers", "multiprocess: starts Python processes; in a class of its own "
                                        "(its own xdist loadscope unit), scheduled first under xdist")
+    config.addinivalue_line("markers", "site: builds the site or the decks, or drives Chromium; run by "
+                                       "`make site-check` (and CI), not by `make test`")
 
 
 def _rank(item) -> int:

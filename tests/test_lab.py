@@ -151,6 +151,7 @@ def chromium():
         browser.close()
 
 
+@pytest.mark.site
 @needs_chromium
 def test_lab_opens_in_the_notebooks_without_the_news_prompt(lab, chromium):
     page = chromium.new_page()
@@ -167,6 +168,7 @@ def test_lab_opens_in_the_notebooks_without_the_news_prompt(lab, chromium):
     page.close()
 
 
+@pytest.mark.site
 @needs_chromium
 def test_rise_presents_a_notebook_with_the_project_kernel(lab, chromium):
     notebook = NOTEBOOKS[0]

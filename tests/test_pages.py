@@ -23,9 +23,9 @@ import build_slides  # noqa: E402
 import check_pages  # noqa: E402
 import vendor  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not Path(check_pages.CHROMIUM).is_file(),
+pytestmark = [pytest.mark.site, pytest.mark.skipif(not Path(check_pages.CHROMIUM).is_file(),
                                 reason=f"needs Chromium at {check_pages.CHROMIUM} "
-                                       "(apt-get install chromium)")
+                                       "(apt-get install chromium)")]
 
 
 def png_b64() -> str:

@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import build_site  # noqa: E402
 
+pytestmark = pytest.mark.site  # `make site-check` runs these, not `make test`
+
 IMAGE_MIMES = {"image/png", "image/jpeg", "image/svg+xml", "image/gif"}
 
 
