@@ -23,7 +23,8 @@ from lecture_utils.train import checkpoint as checkpoint_module
 from lecture_utils.train import run as run_module
 
 ROOT = Path(__file__).resolve().parents[1]
-FAST = ["--batch-size", "4", "--seq-len", "32", "--warmup", "1", "--val-every", "0", "--no-progress"]
+FAST = ["--batch-size", "4", "--seq-len", "32", "--warmup", "1", "--val-every", "0", "--no-progress",
+        "--peak-flops", "1e12"]  # a given peak: no CPU matmul benchmark at the start
 
 
 @pytest.fixture(autouse=True)

@@ -311,6 +311,23 @@ def test_logged_tokens_per_s_and_mfu_from_a_fixed_peak_and_clock(tmp_path, monke
     assert [(r["tokens_per_s"], r["mfu"]) for r in logged] == [(r["tokens_per_s"], r["mfu"]) for r in records]
 
 
+def test_a_given_peak_skips_the_benchmark_and_is_what_mfu_divides_by(tmp_path, monkeypatch):
+    from lecture_utils import bench
+
+    def no_benchmark(*args, **kwargs):
+        raise AssertionError("measured the peak although --peak-flops gave one")
+
+    monkeypatch.setattr(bench, "peak_flops", no_benchmark)
+    cfg = train.TrainConfig(steps=2, batch_size=4, seq_len=32, warmup=0, val_every=0, peak_flops=2e9)
+    tokens = np.random.default_rng(0).integers(0, 8192, 4096, dtype=np.uint16)
+    trainer = train.Trainer(cfg, tmp_path, progress=False, echo=lambda m: None, train_data=tokens, val_data=tokens)
+    records = trainer.run()
+    seconds = [4 * 32 / r["tokens_per_s"] for r in records]  # 4 sequences x 32 tokens per step
+    assert [r["mfu"] for r in records] == [pytest.approx(trainer.flops_per_step / s / 2e9) for s in seconds]
+    with pytest.raises(ValueError, match=r"peak_flops must be in \(0, inf\), got -1"):
+        train.TrainConfig(steps=1, peak_flops=-1)
+
+
 def test_out_of_memory_halves_the_micro_batch(tmp_path, monkeypatch):
     cfg = train.TrainConfig(steps=2, batch_size=8, seq_len=16, warmup=0, val_every=0)
     messages = []
@@ -506,7 +523,7 @@ class TestTwoGlooProcesses:  # its own xdist unit (tests/conftest.py)
             port = s.getsockname()[1]
         ddp = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
                                 "--master_addr=127.0.0.1", f"--master_port={port}", "-m", "lecture_utils.train",
-                                "--steps", "4", *common, "--zero1",
+                                "--steps", "4", *common, "--zero1", "--peak-flops", "1e12",
                                 "--out", str(tmp_path / "ddp")], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
         try:

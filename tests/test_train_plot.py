@@ -32,6 +32,7 @@ def run(tmp_path_factory):
     """A finished 3-step tiny run, made by the real training command line."""
     out = tmp_path_factory.mktemp("plot") / "run"
     proc = _cli("--config", "tiny", "--steps", "3", "--batch-size", "4", "--seq-len", "32", "--warmup", "1",
+                "--peak-flops", "1e12",
                 "--val-every", "2", "--no-progress", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     return out

@@ -46,6 +46,9 @@ class TrainConfig:
         "lecture (lecture_utils.optim.AdamW) or fused (torch's, CUDA only; the default there)"))
     zero1: bool = field(default=False, metadata=_help("shard AdamW state (ZeroRedundancyOptimizer; torchrun)"))
     compile: bool = field(default=False, metadata=_help("torch.compile the model"))
+    peak_flops: float | None = field(default=None, metadata=_help(
+        "FLOP/s that the logged MFU divides by (default: the GPU's dense spec, or a matmul measured "
+        "at the start on a CPU/MPS; give it to skip that measurement)"))
 
     def __post_init__(self) -> None:
         self.validate()
@@ -78,3 +81,5 @@ class TrainConfig:
             validate.instance(getattr(self, name), bool, name)
         if self.device is not None:
             validate.instance(self.device, str, "device")  # get_device checks that it exists
+        if self.peak_flops is not None:
+            self.peak_flops = validate.positive(self.peak_flops, "peak_flops")

@@ -213,7 +213,7 @@ class Trainer:
         self.generator = torch.Generator().manual_seed(cfg.seed + 1)  # data order, checkpointed
         self.step = 0
         self.flops_per_step = 3 * transformer_flops(**self.model_cfg.flops_kwargs(self.seq_len)) * cfg.batch_size
-        self.peak = None
+        self.peak = cfg.peak_flops  # None: measured (CPU, MPS) or from the spec sheet (CUDA) on first use
         self.saved_step: int | None = None  # the step of the checkpoint on disk
         self.logged: list[dict] = []  # the log's records kept on resume
         self.interrupted: int | None = None  # the signal that stopped run()
