@@ -71,7 +71,8 @@ TEMPLATE = r"""
 .reveal .jp-RenderedImage img { max-height: {{ resources.deck.max_box }}px; width: auto; }
 .reveal .jp-RenderedMarkdown table { font-size: 80%; }
 /* The white theme upper-cases headings; `view` and VIEW are not the same name. */
-.reveal h1, .reveal h2, .reveal h3, .reveal h4 { text-transform: none; }
+.reveal .slides section h1, .reveal .slides section h2, .reveal .slides section h3,
+.reveal .slides section h4 { text-transform: none; }
 </style>
 {% endblock notebook_css %}
 

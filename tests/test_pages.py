@@ -232,3 +232,17 @@ def test_missing_chromium_is_one_line_and_exit_2(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(check_pages.shutil, "which", lambda name: None)
     assert check_pages.main(["--chromium", str(tmp_path / "no-chromium"), "--site", str(tmp_path)]) == 2
     assert capsys.readouterr().out == check_pages.INSTALL_HINT + "\n"
+
+
+def test_deck_headings_keep_their_case(checker, good_deck):
+    """The white theme upper-cases headings, and `view` is not VIEW: our CSS must win."""
+    page = checker.browser.new_page(viewport={"width": 1280, "height": 720})
+    try:
+        page.goto(good_deck.resolve().as_uri())
+        page.wait_for_function(check_pages.REVEAL_READY)
+        page.evaluate("() => Reveal.slide(1, 0)")
+        transform = page.evaluate("() => getComputedStyle(document.querySelector("
+                                  "'.reveal .slides section.present h2')).textTransform")
+    finally:
+        page.close()
+    assert transform == "none"
