@@ -39,7 +39,9 @@ def get_device(name: str | torch.device | None = None) -> torch.device:
     """Return the device to compute on: the one device policy of the lecture.
 
     With no ``name``: the ``LECTURE_DEVICE`` environment variable if set, else the
-    best available of cuda, then mps, then cpu. A requested device that does not
+    best available of cuda, then mps, then cpu. A CUDA device always carries its index:
+    ``cuda`` becomes ``cuda:$LOCAL_RANK`` under torchrun (one GPU per process), else the
+    current device (``torch.cuda.set_device`` refuses a device without one). A requested device that does not
     exist here (``"cuda"`` without a GPU, ``"cuda:99"`` on a one-GPU box) raises
     instead of silently falling back to the CPU: a :class:`DeviceError` (a ``RuntimeError``,
     like torch's, and a ``ValueError``). A ``name`` that is not a string or device is a
@@ -49,7 +51,7 @@ def get_device(name: str | torch.device | None = None) -> torch.device:
         name = os.environ.get(DEVICE_ENV_VAR) or None
     if name is None:
         if torch.cuda.is_available():
-            return torch.device("cuda")
+            return _with_index(torch.device("cuda"))
         if _mps_available():
             return torch.device("mps")
         return torch.device("cpu")
@@ -67,7 +69,21 @@ def get_device(name: str | torch.device | None = None) -> torch.device:
     if device.index is not None and not 0 <= device.index < count:
         valid = f"cuda:0 .. cuda:{count - 1}" if device.type == "cuda" else repr(device.type)
         raise DeviceError(f"device {name!r} does not exist; valid: {valid}")
-    return device
+    return _with_index(device)
+
+
+def _with_index(device: torch.device) -> torch.device:
+    """``cuda`` -> ``cuda:N``: N is ``$LOCAL_RANK`` under torchrun, else the current device."""
+    if device.type != "cuda" or device.index is not None:
+        return device
+    local = os.environ.get("LOCAL_RANK")
+    if local is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    count = torch.cuda.device_count()
+    if not (local.isdigit() and int(local) < count):
+        raise DeviceError(f"LOCAL_RANK={local!r} names no GPU here; valid: 0 .. {count - 1} "
+                          "(torchrun --nproc_per_node at most the number of GPUs)")
+    return torch.device("cuda", int(local))
 
 
 def describe_device(device: torch.device) -> str:

@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import json
 import math
-import os
 import signal
 import threading
 import time
@@ -23,7 +22,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from lecture_utils.data import data_dir, load_tokens, sample_windows
-from lecture_utils.device import get_device, seed_all
+from lecture_utils.device import seed_all
 from lecture_utils.dtypes import lookup
 from lecture_utils.flops import transformer_flops
 from lecture_utils.models import GPT, GPTConfig, get_config
@@ -36,6 +35,7 @@ from lecture_utils.train.checkpoint import (
     save_checkpoint,
 )
 from lecture_utils.train.config import TrainConfig
+from lecture_utils.train.resolve import launched_by_torchrun, start_process
 from lecture_utils.train.run import LOG, SUMMARY, RunFolder, payload_digest
 
 # What --resume compares with the checkpoint's run (besides the model's shape): a change is
@@ -151,19 +151,11 @@ class Trainer:
                  overwrite: bool = False, allow_config_change: bool = False):
         cfg.validate()
         self.cfg, self.out, self.progress, self.echo = cfg, Path(out), progress, echo
-        self.distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
-        if cfg.zero1 and not self.distributed:
+        if cfg.zero1 and not launched_by_torchrun():
             raise ValueError("--zero1 shards optimizer state across processes: launch with torchrun")
-        device = get_device(cfg.device)  # None: $LECTURE_DEVICE, else cuda, mps, cpu
-        if self.distributed and device.type == "cuda":
-            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
-        if self.distributed and not dist.is_initialized():
-            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-        self.rank = dist.get_rank() if self.distributed else 0
-        self.world = dist.get_world_size() if self.distributed else 1
-        self.device = device
-        if device.type == "cuda":
-            torch.cuda.set_device(device)
+        process = start_process(cfg.device)  # cuda:N made current, then NCCL under torchrun
+        device = self.device = process.device
+        self.rank, self.world, self.distributed = process.rank, process.world, process.distributed
         self.precision = cfg.precision or ("bf16" if device.type == "cuda" else "fp32")
 
         seed_all(cfg.seed, cfg.deterministic)
