@@ -328,6 +328,31 @@ def test_a_given_peak_skips_the_benchmark_and_is_what_mfu_divides_by(tmp_path, m
         train.TrainConfig(steps=1, peak_flops=-1)
 
 
+def test_the_first_line_and_the_summary_say_what_mfu_divides_by(tmp_path, monkeypatch):
+    """On a CPU the peak is a matmul measured at the start: MFU is relative to it, and the run says so."""
+    from lecture_utils import bench
+
+    monkeypatch.setattr(bench, "peak_flops", lambda *a, **k: bench.Peak(2.5e11, "measured: a 1024^3 matmul", True))
+    cfg = train.TrainConfig(steps=1, batch_size=4, seq_len=32, warmup=0, val_every=0)
+    tokens = np.random.default_rng(0).integers(0, 8192, 4096, dtype=np.uint16)
+    said = []
+    train.Trainer(cfg, tmp_path / "m", progress=False, echo=said.append, train_data=tokens, val_data=tokens).run()
+    assert said[0].endswith("; MFU against 0.25 TFLOP/s per device (measured: a 1024^3 matmul; MFU is relative "
+                            "to that matmul, not a datasheet peak)")
+    summary = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert summary["peak_flops_per_device"] == 2.5e11 and summary["peak_source"].startswith("measured: a 1024^3")
+    monkeypatch.setattr(bench, "peak_flops", lambda *a, **k: bench.Peak(989.5e12, "H100 SXM dense bf16 peak "
+                                                                        "(spec sheet)", False))
+    said.clear()
+    train.Trainer(cfg, tmp_path / "s", progress=False, echo=said.append, train_data=tokens, val_data=tokens).run()
+    assert said[0].endswith("; MFU against 989.5 TFLOP/s per device (H100 SXM dense bf16 peak (spec sheet))")
+    given = train.TrainConfig(steps=1, batch_size=4, seq_len=32, warmup=0, val_every=0, peak_flops=1e12)
+    said.clear()
+    train.Trainer(given, tmp_path / "g", progress=False, echo=said.append, train_data=tokens, val_data=tokens).run()
+    assert said[0].endswith("; MFU against 1 TFLOP/s per device (given by --peak-flops)")
+    assert json.loads((tmp_path / "g" / "summary.json").read_text())["peak_source"] == "given by --peak-flops"
+
+
 def test_out_of_memory_halves_the_micro_batch(tmp_path, monkeypatch):
     cfg = train.TrainConfig(steps=2, batch_size=8, seq_len=16, warmup=0, val_every=0)
     messages = []

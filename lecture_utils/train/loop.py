@@ -206,6 +206,7 @@ class Trainer:
         self.step = 0
         self.flops_per_step = 3 * transformer_flops(**self.model_cfg.flops_kwargs(self.seq_len)) * cfg.batch_size
         self.peak = cfg.peak_flops  # None: measured (CPU, MPS) or from the spec sheet (CUDA) on first use
+        self.peak_source = "given by --peak-flops" if cfg.peak_flops else None  # what MFU divides by
         self.saved_step: int | None = None  # the step of the checkpoint on disk
         self.logged: list[dict] = []  # the log's records kept on resume
         self.interrupted: int | None = None  # the signal that stopped run()
@@ -341,11 +342,17 @@ class Trainer:
                          f"sequences, accumulating {self.accum} (effective batch unchanged)")
 
     def _peak_flops(self) -> float:
+        """The FLOP/s that MFU divides by: given, a GPU's dense spec-sheet peak, or (CPU, MPS, a GPU
+        missing from the table) the best matmul measured here, which makes MFU a fraction of *that*."""
         if self.peak is None:
             from lecture_utils.bench import peak_flops
 
-            self.peak = peak_flops(self.device, self.precision, n=1024 if self.device.type == "cpu" else 8192,
-                                   min_run_time=0.05).flops_per_s
+            peak = peak_flops(self.device, self.precision, n=1024 if self.device.type == "cpu" else 8192,
+                              min_run_time=0.05)
+            self.peak = peak.flops_per_s
+            self.peak_source = (f"{peak.source}; MFU is relative to that matmul, not a datasheet peak"
+                                if peak.is_measured else peak.source)
+        self.peak_source = self.peak_source or "set by the caller"
         return self.peak
 
     def run(self) -> list[dict]:
@@ -361,12 +368,13 @@ class Trainer:
                      "(pass a larger --steps to continue it)")
             self._write_summary(records)
             return records
+        peak = self._peak_flops()
         self.say(f"training {cfg.config} ({sum(p.numel() for p in self.raw_model.parameters()):,} params) "
                  f"on {self.device} x{self.world}, {self.precision}, optimizer: "
                  + ("lecture_utils.optim.AdamW" if self.optimizer_name == "lecture" else "torch.optim.AdamW(fused=True)")
                  + (" sharded by ZeroRedundancyOptimizer" if cfg.zero1 else "")
-                 + (f", resumed at step {self.step}" if self.step else ""))
-        peak = self._peak_flops()
+                 + (f", resumed at step {self.step}" if self.step else "")
+                 + f"; MFU against {peak / 1e12:.4g} TFLOP/s per device ({self.peak_source})")
         bar = None
         if self.progress and self.rank == 0:
             from tqdm.auto import tqdm
@@ -426,6 +434,7 @@ class Trainer:
             summary = {"step": self.step, "world_size": self.world, "zero1": self.cfg.zero1,
                        "optimizer_state_bytes_per_rank": per_rank,
                        "params": sum(p.numel() for p in self.raw_model.parameters()),
+                       "peak_flops_per_device": self.peak, "peak_source": self.peak_source,
                        "final_loss": self._final_loss(records)}
             self.folder.write(SUMMARY, json.dumps(summary, indent=2) + "\n", what="write the summary")
 
