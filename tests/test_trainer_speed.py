@@ -6,6 +6,7 @@ that benchmarks/train_mfu.py times it against. Correctness only: the timings are
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,7 @@ def test_the_trainers_loss_is_the_lessons_cross_entropy():
 
 
 def _benchmark():
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # as when run as a script: its _targets sits beside it
     spec = importlib.util.spec_from_file_location("train_mfu", ROOT / "benchmarks" / "train_mfu.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
