@@ -11,7 +11,7 @@ KERNEL := pytorch-resource-accounting
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 LAB_ARGS ?=
 
-.PHONY: help setup lab test unit nbval run regen export lint bench data corpus gpu-check clean \
+.PHONY: help setup lab test unit nbval run regen export lint bench data corpus gpu-check gpu-rehearsal clean \
 	site slides site-check
 
 help:  ## list the targets
@@ -96,10 +96,13 @@ corpus:  ## re-extract data/corpus/ from Debian's dict-jargon and dict-devil (ne
 	apt-get install -y dict-jargon dict-devil
 	$(PYTHON) scripts/extract_corpus.py
 
-# The GPU lane needs only a python3 with torch (no venv, no Jupyter): see scripts/gpu_check.py.
+# The GPU check needs only a python3 with torch (no venv, no Jupyter): see docs/gpu/README.md.
 GPU_PYTHON ?= python3
-gpu-check:  ## on a CUDA machine: run every notebook's .py, the benchmarks, a memory check; report in docs/gpu/
-	$(GPU_PYTHON) scripts/gpu_check.py --out docs/gpu
+gpu-check:  ## on a CUDA machine: every notebook's .py, a memory check, the benchmarks; report in build/gpu-check/
+	$(GPU_PYTHON) scripts/gpu_check.py --out build/gpu-check
+
+gpu-rehearsal: $(STAMP)  ## the same stages on this CPU, as on the lent GPU machine; report in build/gpu-rehearsal/
+	$(BIN)/python scripts/gpu_check.py --device cpu --out build/gpu-rehearsal
 
 clean:  ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .ruff_cache

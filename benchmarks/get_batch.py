@@ -8,7 +8,7 @@ Every version is timed in the same rounds, interleaved, one thread; the figures 
 over the rounds.
 
 Targets (docs/gpu/reference.md, with their sources), at 64 x 1024 on the CPU:
-`get-batch-vs-notes` and `get-batch-vs-bound`; on CUDA also `h2d-pinned`, pinned versus
+`get-batch-vs-notes` and `get-batch-vs-bound`; on CUDA also `h2d-pinned-gbps`, pinned versus
 pageable host-to-device copies. Each prints "met" or "missed"; the exit code is 1 only on
 a gross regression (worse than half a target).
 
@@ -113,7 +113,7 @@ def main() -> int:
         link = detect(device)
         detail = (f" GB/s ({rates['pinned'] / (link.host_bandwidth / 1e9):.0%} of the {link.host_bandwidth / 1e9:g} "
                   f"GB/s {link.name} host link, one direction)" if link else " GB/s")
-        ok &= report("h2d-pinned", rates["pinned"], where, detail)
+        ok &= report("h2d-pinned-gbps", rates["pinned"], where, detail)
     return 0 if ok else 1
 
 

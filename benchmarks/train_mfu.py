@@ -10,7 +10,7 @@ It also prints the Trainer's FLOPs per step against nanoGPT's published formula
 (``estimate_mfu``: 6N + 12 L H Q T per token, N without the position table).
 
 Targets (docs/gpu/reference.md, with sources): `trainer-overhead`, the Trainer's step time
-over the bare loop's; on a CUDA GPU, `gpt2-small-mfu`, from a Trainer run of the `gpu` config
+over the bare loop's; on a CUDA GPU, `gpt2-small-train-mfu`, from a Trainer run of the `gpu` config
 (about GPT-2 small, seq 1024) in bf16 with torch's fused AdamW and torch.compile (unless
 --no-compile). Elsewhere the `tiny` config, batch 16 x 128. Each target line says "met" or
 "missed"; the exit code is 1 only on a gross regression (worse than half a target).
@@ -172,7 +172,7 @@ def main() -> int:
         parser.error(str(err))
     ok = compare(cfg, args.rounds, args.steps)
     if not cuda:
-        print("target gpt2-small-mfu: not measured here (it needs a CUDA GPU)")
+        print("target gpt2-small-train-mfu: not measured here (it needs a CUDA GPU)")
         return 0 if ok else 1
     cfg = dataclasses.replace(cfg, compile=not args.no_compile, steps=12 if args.quick else 30)
     with tempfile.TemporaryDirectory() as out:
@@ -185,7 +185,7 @@ def main() -> int:
     print(f"{cfg.config} config{' compiled' if cfg.compile else ''}: {tokens:,.0f} tokens/s, MFU {mfu:.1%} against "
           f"{trainer.peak / 1e12:.4g} TFLOP/s ({trainer.peak_source}); loss {records[0]['loss']:.3f} -> "
           f"{records[-1]['loss']:.3f}")
-    ok &= report("gpt2-small-mfu", mfu, machine(trainer.device),
+    ok &= report("gpt2-small-train-mfu", mfu, machine(trainer.device),
                  f" ({tokens:,.0f} tokens/s; peak {trainer.peak / 1e12:.4g} TFLOP/s, {trainer.peak_source})")
     return 0 if ok else 1
 

@@ -1,22 +1,36 @@
-"""The GPU lane: run every notebook's .py twin, the benchmarks and a memory check on CUDA.
+"""The GPU check: every notebook's .py twin, a memory check and the benchmarks, on a lent GPU machine.
 
-    python3 scripts/gpu_check.py [--out docs/gpu]      (or: make gpu-check)
+    python3 scripts/gpu_check.py --out DIR                  # on a CUDA machine (make gpu-check)
+    python3 scripts/gpu_check.py --out DIR --device cpu     # the same stages, rehearsed on the CPU
 
-Needs only a python3 with torch (>= 2.4), numpy, einops, matplotlib, jaxtyping and tqdm:
-no Jupyter, no pip. Each notebook runs cell by cell from its jupytext twin, in one
-namespace, with MPLBACKEND=Agg: a cell tagged ``raises-exception`` may raise; a cell
-that needs a package this python lacks (beartype, ipywidgets, tokenizers), or a name
-such a cell would have defined, is reported as skipped; any other error fails the run.
-A cell that fails does not stop the notebook: the names it bound are dropped, and a later
-cell that uses one of them is reported as skipped (a dependency failed).
+It needs a python3 with torch, numpy, einops, matplotlib, jaxtyping and tqdm, and nothing
+else: no make, no venv, no Jupyter. Each stage runs in a fresh process of its own:
 
-Every ``if cuda_only(device, "<what>"):`` block is reported by its ``what``: passed,
-failed (with the error and the failing statement) or skipped (and why), with the
-``assert``/``check`` statements it contains, so a reader sees what was checked.
-Writes ``report.json`` (every ``[measured]``/``[per-device]`` line, benchmark output,
-memory check) and a short ``README.md`` into --out, and fills the "Measured here" column
-of docs/gpu/reference.md (--reference) beside the published figures.
-Without CUDA it says so in one line and exits 1.
+- a notebook: its jupytext twin, cell by cell, in one namespace, with MPLBACKEND=Agg. A cell
+  tagged ``raises-exception`` may raise; a cell that needs a package this python lacks
+  (beartype, ipywidgets, tokenizers), or a name such a cell would have defined, is skipped;
+  a failed cell fails the stage but not the notebook: later cells that use what it bound
+  are skipped. Every ``if cuda_only(device, "<what>"):`` block is reported by its ``what``
+  (passed, failed with the failing statement, or skipped and why), with its checks and
+  the ``[measured]``/``[per-device]`` lines it printed;
+- ``memory``: one AdamW step of notebook 04's MLP, its peak against ``mlp_peak_bytes``;
+- a benchmark (``benchmarks/*.py``): its figures and targets (met / missed).
+
+It writes four files into DIR and nothing anywhere else: ``report.json`` (everything),
+``summary.md`` (for people), ``reference.md`` (a copy of docs/gpu/reference.md with its
+"Measured here" column filled) and ``logs.txt`` (every stage's output). All four are
+rewritten, atomically, before the first stage and after every stage, so a run stopped at
+any point leaves a valid report of what finished. No stage starts after ``--deadline``
+seconds; a stage still running at the deadline plus ``--grace``, or after
+``--stage-limit``, is stopped and reported as timed out.
+
+``--device cpu`` rehearses the run here: the same stages on the CPU (the GPU-only blocks
+reported as skipped), with Jupyter, beartype, ipywidgets and tokenizers hidden as they are
+on the lent machine, and the benchmarks in their ``--quick`` form.
+
+Exit codes: 0 every stage ran and passed; 1 a stage failed, or no CUDA device with
+``--device cuda``; 2 bad arguments; 3 the deadline left stages not started (what ran passed);
+128 + N stopped by signal N (the report says where).
 """
 
 from __future__ import annotations
@@ -25,22 +39,33 @@ import argparse
 import ast
 import contextlib
 import datetime
+import importlib.abc
 import io
 import json
 import os
 import platform
 import re
+import runpy
+import signal
 import subprocess
 import sys
 import time
 import traceback
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OPTIONAL = {"beartype", "ipywidgets", "tokenizers", "IPython"}
 CELL = re.compile(r"^# %%(?P<markdown> \[markdown\])?(?P<meta>.*)$")
 CHECK_CALLS = {"check", "check_raises"}
-NOT_YET = "not yet run on a GPU"
+# What the lent GPU machine lacks: a notebook cell that imports one of these is skipped there,
+# and the CPU rehearsal hides them too, so that it meets the same skips.
+NOT_ON_THE_GPU_MACHINE = ("IPython", "ipykernel", "ipywidgets", "jupyter", "jupyter_client", "jupyter_core",
+                          "jupyterlab", "jupytext", "matplotlib_inline", "nbclient", "nbconvert", "nbformat",
+                          "nbval", "beartype", "tokenizers", "pytest")
+HIDE_ENV = "GPU_CHECK_HIDE"
+RESULT = "@@gpu-check-result@@ "  # a stage's last stdout line: this, then its result as JSON
+FILES = ("report.json", "summary.md", "reference.md", "logs.txt")
+NOT_STARTED = "not started"
 # reference.md row key -> (notebook, cuda_only "what", regex of the measured line's label).
 # The value printed after "<label>: " goes into the row's "Measured here" cell.
 MEASURED_ROWS = {
@@ -74,12 +99,8 @@ MEASURED_ROWS = {
                        re.escape("gpu config: MFU (median of steps 5-10)")),
 }
 
-
 def line_prefixes() -> tuple[str, ...]:
-    """The prefixes of machine-dependent lines (lines inside cuda_only blocks print PER_DEVICE_PREFIX).
-
-    main() has put the checkout on sys.path.
-    """
+    """The prefixes of machine-dependent lines (lines inside cuda_only blocks print PER_DEVICE_PREFIX)."""
     from lecture_utils.checks import MEASURED_PREFIX, PER_DEVICE_PREFIX
 
     return (MEASURED_PREFIX, PER_DEVICE_PREFIX)
@@ -184,9 +205,25 @@ def defined_names(source: str) -> set[str]:
     return names
 
 
-def run_notebook(py: Path, log_dir: Path) -> dict:
-    """Execute one notebook twin cell by cell; return its status, cuda_only blocks and measured lines."""
-    # main() has put the checkout on sys.path.
+class _Tee(io.StringIO):
+    """Keeps what a notebook prints (to find each block's lines) and passes it on to the log as it comes,
+    so a stage stopped half-way still leaves its output."""
+
+    def __init__(self, stream):
+        super().__init__()
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(text)
+        return super().write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def run_notebook(py: Path, stream=None) -> dict:
+    """Execute one notebook twin cell by cell; return its status, cuda_only blocks and measured lines.
+    What the cells print goes to ``stream`` (default: stdout) as well."""
     import matplotlib.pyplot as plt
 
     import lecture_utils
@@ -195,11 +232,14 @@ def run_notebook(py: Path, log_dir: Path) -> dict:
 
     prefixes = line_prefixes()
     cells = parse_cells(py)
-    namespace = {"__name__": "__notebook__"}
+    # A real module: dataclasses, pickle and typing look a class's module up in sys.modules.
+    module = types.ModuleType("__notebook__")
+    sys.modules[module.__name__] = module
+    namespace = module.__dict__
     unavailable: dict[str, str] = {}  # name -> where it came from ("a skipped cell", "failed cell 3")
     result = {"cells": len(cells), "ran": 0, "expected_errors": 0, "skipped": [], "failed": [],
               "blocks": [], "status": "ok"}
-    output = io.StringIO()
+    output = _Tee(stream or sys.stdout)
     # Record what every cuda_only() call returned, by its `what`.
     entered: dict[str, bool] = {}
     original = lecture_utils.device.cuda_only
@@ -209,8 +249,8 @@ def run_notebook(py: Path, log_dir: Path) -> dict:
         return entered[what]
 
     patched = [m for m in (lecture_utils, lecture_utils.device) if getattr(m, "cuda_only", None) is original]
-    for module in patched:
-        module.cuda_only = recording_cuda_only
+    for mod in patched:
+        mod.cuda_only = recording_cuda_only
     cwd = Path.cwd()
     os.chdir(ROOT / "notebooks")  # as Jupyter does: the notebook's folder (the twin lives in py_src/)
     start = time.perf_counter()
@@ -241,7 +281,7 @@ def run_notebook(py: Path, log_dir: Path) -> dict:
                     result["expected_errors"] += 1
                     result["blocks"] += block_results(blocks, entered, i, lines)
                     continue
-                if isinstance(err, ModuleNotFoundError) and missing and missing.split(".")[0] in OPTIONAL:
+                if isinstance(err, ModuleNotFoundError) and missing and missing.split(".")[0] in NOT_ON_THE_GPU_MACHINE:
                     reason = f"needs {missing.split('.')[0]}"
                     origin = "a skipped cell"
                 elif isinstance(err, NameError) and missing in unavailable:
@@ -270,96 +310,358 @@ def run_notebook(py: Path, log_dir: Path) -> dict:
                 plt.close("all")
     finally:
         os.chdir(cwd)
-        for module in patched:
-            module.cuda_only = original
+        for mod in patched:
+            mod.cuda_only = original
+        sys.modules.pop(module.__name__, None)
     result["seconds"] = round(time.perf_counter() - start, 1)
     text = output.getvalue()
-    (log_dir / f"{py.stem}.log").write_text(text, encoding="utf-8")
     result["checks"] = sum(line.startswith(CHECK_MARK) for line in text.splitlines())
     result["measured"] = [line for line in text.splitlines() if line.startswith(prefixes)]
     return result
 
 
-def run_benchmarks() -> dict:
-    results = {}
-    for bench in sorted((ROOT / "benchmarks").glob("*.py")):
-        start = time.perf_counter()
-        proc = subprocess.run([sys.executable, str(bench)], cwd=ROOT, capture_output=True, text=True,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=1800)
-        results[bench.name] = {"returncode": proc.returncode, "seconds": round(time.perf_counter() - start, 1),
-                               "output": (proc.stdout + proc.stderr).strip().splitlines()[-20:]}
-    return results
+def memory_check(device_name: str) -> dict:
+    """Predicted versus measured peak of one steady-state AdamW step of notebook 04's MLP.
 
-
-def memory_check() -> dict:
-    """Predicted versus measured peak of a training step (notebook 04's toy MLP)."""
+    On CUDA, in this fresh process: first one matmul forward and backward, so that cuBLAS has
+    allocated its workspaces (one per thread and stream: the forward's, and autograd's
+    backward thread's, 32 MiB each on Hopper), then ``memory_allocated()`` as the baseline;
+    the step's ``max_memory_allocated()`` minus that baseline is compared with
+    ``mlp_peak_bytes``. On the CPU (the rehearsal) the peak of live tensor bytes
+    (``lecture_utils.trace.LiveBytes``) stands in for the allocator's. Within 5% passes.
+    """
     import torch
 
-    from lecture_utils.memory import mlp_peak_bytes
+    from lecture_utils.device import get_device
     from lecture_utils.models import Cruncher
+    from lecture_utils.trace import LiveBytes
+    from lecture_utils.training_memory import mlp_peak_bytes
 
-    layers, width, batch = 8, 2048, 8192
-    torch.cuda.empty_cache()
-    model = Cruncher(width, layers, device="cuda")
-    optimizer = torch.optim.AdamW(model.parameters())
-    x = torch.randn(batch, width, device="cuda")
-    for step in range(2):
-        if step == 1:
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
+    device = get_device(device_name)
+    cuda = device.type == "cuda"
+    layers, width, batch = (8, 2048, 8192) if cuda else (4, 256, 1024)  # batch > width: see mlp_peak_bytes
+
+    def step(model, x, optimizer):
         optimizer.zero_grad(set_to_none=True)
         model(x).pow(2).mean().backward()
         optimizer.step()
-    torch.cuda.synchronize()
-    measured = torch.cuda.max_memory_allocated()
+
+    baseline = 0
+    if cuda:
+        warm = torch.randn(256, 256, device=device, requires_grad=True)
+        (warm @ warm).sum().backward()  # cuBLAS workspaces for this thread and autograd's
+        del warm
+        torch.cuda.synchronize()
+        baseline = torch.cuda.memory_allocated()
+    model = Cruncher(width, layers, device=device)
+    x = torch.randn(batch, width, device=device)
+    optimizer = torch.optim.AdamW(model.parameters())
+    step(model, x, optimizer)  # warm-up: creates AdamW's state
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        step(model, x, optimizer)
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - baseline
+        how = "max_memory_allocated() minus the baseline after a warm-up matmul (cuBLAS workspaces)"
+    else:
+        tracker = LiveBytes([x, *model.parameters(), *(p.grad for p in model.parameters()),
+                             *(t for s in optimizer.state.values() for t in s.values())])
+        with tracker:
+            step(model, x, optimizer)
+        peak = tracker.peak
+        how = "peak live tensor bytes (LiveBytes): the CPU rehearsal"
     predicted = mlp_peak_bytes(n_layers=layers, width=width, batch=batch, optimizer="adamw")
-    del model, optimizer, x
-    torch.cuda.empty_cache()
-    return {"model": f"Cruncher(width={width}, n_layers={layers}), batch {batch}, AdamW, fp32",
-            "predicted_peak_bytes": predicted, "measured_peak_bytes": measured,
-            "ratio": round(measured / predicted, 4), "within_5_percent": abs(measured / predicted - 1) < 0.05}
+    ratio = peak / predicted
+    print(f"Cruncher(width={width}, n_layers={layers}), batch {batch}, AdamW, fp32 on {device}: "
+          f"predicted {predicted:,} B, measured {peak:,} B ({how}), ratio {ratio:.4f}, baseline {baseline:,} B")
+    return {"status": "passed" if abs(ratio - 1) < 0.05 else "failed",
+            "model": f"Cruncher(width={width}, n_layers={layers}), batch {batch}, AdamW, fp32",
+            "predicted_peak_bytes": predicted, "measured_peak_bytes": peak, "baseline_bytes": baseline,
+            "how": how, "ratio": round(ratio, 4)}
 
 
-def driver_version() -> str:
+def run_benchmark(path: Path, quick: bool) -> dict:
+    """Run one benchmark script in this process, as ``python3 benchmarks/X.py [--quick]`` would."""
+    sys.path.insert(0, str(path.parent))  # its _targets.py sits beside it
+    sys.argv = [str(path)] + (["--quick"] if quick else [])
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+        runpy.run_path(str(path), run_name="__main__")
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    return {"status": "passed" if code == 0 else "failed", "returncode": code}
+
+
+class _Hidden(importlib.abc.MetaPathFinder):
+    """Makes packages look uninstalled (the rehearsal of the lent machine)."""
+
+    def __init__(self, names: set[str]):
+        self.names = names
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.split(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {fullname!r} (hidden, as on the lent GPU machine)",
+                                      name=fullname)
+        return None
+
+
+def stage(name: str, device: str, quick: bool) -> int:
+    """The child process: run one stage, print its output, then one RESULT line."""
+    hidden = {n for n in os.environ.get(HIDE_ENV, "").split(",") if n}
+    if hidden:
+        sys.meta_path.insert(0, _Hidden(hidden))
+    sys.path.insert(0, str(ROOT))
+    kind, target = STAGES[name]
+    if kind == "notebook":
+        detail = run_notebook(target)
+        detail["status"] = "passed" if detail["status"] == "ok" else "failed"
+    elif kind == "memory":
+        detail = memory_check(device)
+    else:
+        detail = run_benchmark(target, quick)
+    from lecture_utils.device import describe_device, get_device
+
+    detail["device"] = describe_device(get_device(device))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    print("\n" + RESULT + json.dumps(detail), flush=True)
+    return 0
+
+
+def _stages() -> dict[str, tuple[str, Path | None]]:
+    notebooks = {p.stem: ("notebook", p) for p in sorted((ROOT / "py_src").glob("[0-9][0-9]_*.py"))}
+    benchmarks = {p.stem: ("benchmark", p) for p in sorted((ROOT / "benchmarks").glob("[a-z]*.py"))}
+    return {**notebooks, "memory": ("memory", None), **benchmarks}
+
+
+STAGES = _stages()
+
+
+# --- the parent: one fresh process per stage, the report rewritten after each ----------------
+
+
+class _Stopped(Exception):
+    """SIGINT or SIGTERM reached the parent: stop the running stage, write the report, exit."""
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """A sibling temporary file, flushed to disk, then os.replace: a reader sees the old file or the new."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _nvidia_smi(field: str) -> str:
+    """One field of the first GPU from nvidia-smi (the parent never initialises CUDA itself)."""
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=30)
-        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+    lines = out.stdout.strip().splitlines()
+    return lines[0].strip() if out.returncode == 0 and lines else "unknown"
+
+
+TARGET_LINE = re.compile(r"^target (?P<key>[\w-]+): (?P<text>.*)$")
+
+
+class Check:
+    """The stages of one run, its report, and DIR's four files."""
+
+    def __init__(self, args, names: list[str], torch_version: str, cuda_version: str | None):
+        self.args, self.names = args, names
+        self.began = time.monotonic()
+        self.logs: dict[str, str] = {}
+        self.reference = args.reference.read_text(encoding="utf-8")
+        cuda = args.device == "cuda"
+        self.report = {
+            "gpu": _nvidia_smi("name") if cuda else "no GPU: a CPU rehearsal",
+            "device": args.device, "driver": _nvidia_smi("driver_version") if cuda else "-",
+            "torch": torch_version, "cuda": cuda_version or "-", "python": platform.python_version(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "command": " ".join(["python3", "scripts/gpu_check.py", *sys.argv[1:]]),
+            "deadline_s": args.deadline, "seconds": 0.0, "verdict": "running",
+            "stages": {n: {"kind": STAGES[n][0], "status": NOT_STARTED} for n in names},
+        }
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.began
+
+    def run(self) -> int:
+        self.write()  # a valid report before the first stage, should the run die at once
+        try:
+            for name in self.names:
+                if self.elapsed() >= self.args.deadline:
+                    for later in self.names[self.names.index(name):]:
+                        self.report["stages"][later]["status"] = NOT_STARTED
+                        self.report["stages"][later]["reason"] = f"past the --deadline of {self.args.deadline:g} s"
+                    break
+                self.run_stage(name)
+        except _Stopped as stop:
+            self.finish(f"stopped by {stop.args[0]}")
+            return 128 + signal.Signals[stop.args[0]].value
+        return self.finish()
+
+    def run_stage(self, name: str) -> None:
+        row = self.report["stages"][name]
+        limit = max(1.0, min(self.args.stage_limit, self.args.deadline + self.args.grace - self.elapsed()))
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1",
+               "LECTURE_DEVICE": self.args.device, "PYTHONUNBUFFERED": "1"}
+        if self.args.device == "cpu":  # rehearse the lent machine: what it lacks is hidden
+            env[HIDE_ENV] = ",".join(NOT_ON_THE_GPU_MACHINE)
+        command = [sys.executable, str(Path(__file__).resolve()), "--stage", name, "--device", self.args.device]
+        start = time.monotonic()
+        # Its own session: a timeout or a signal stops the stage's whole process tree (spawned workers too).
+        child = subprocess.Popen(command + (["--quick"] if self.args.quick else []), cwd=ROOT, env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                                 start_new_session=True)
+        row.update(status="running", started_at_s=round(start - self.began, 1), pid=child.pid)
+        self.write()
+        try:
+            output, _ = child.communicate(timeout=limit)
+            status = None
+        except subprocess.TimeoutExpired:
+            self._kill(child)
+            output, _ = child.communicate()
+            status, reason = "timed out", f"stopped after {limit:.0f} s (--stage-limit, or --deadline + --grace)"
+        except _Stopped as stop:
+            self._kill(child)
+            output, _ = child.communicate()
+            self._record(name, row, output, start, "stopped", f"the check was stopped by {stop.args[0]}")
+            raise
+        if status is None:
+            status, reason = self._status(child.returncode, output, row)
+        self._record(name, row, output, start, status, reason)
+
+    @staticmethod
+    def _kill(child: subprocess.Popen) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+
+    @staticmethod
+    def _status(code: int, output: str, row: dict) -> tuple[str, str]:
+        lines = output.rstrip("\n").splitlines()
+        if not lines or not lines[-1].startswith(RESULT):
+            return "crashed", f"exit {code} before reporting a result"
+        row["detail"] = detail = json.loads(lines[-1][len(RESULT):])
+        return detail.pop("status"), ""
+
+    def _record(self, name: str, row: dict, output: str, start: float, status: str, reason: str) -> None:
+        row.pop("pid", None)
+        row.update(status=status, seconds=round(time.monotonic() - start, 1))
+        if reason:
+            row["reason"] = reason
+        text = "\n".join(x for x in output.splitlines() if not x.startswith(RESULT)).rstrip()
+        row["targets"] = [m.group(0) for m in map(TARGET_LINE.match, text.splitlines()) if m]
+        if not row["targets"]:
+            del row["targets"]
+        device = row.get("detail", {}).get("device", "")
+        if "(" in device and self.report["device"] == "cuda" and self.report["gpu"] == "unknown":
+            self.report["gpu"] = device[device.index("(") + 1:-1]
+        self.logs[name] = f"===== {name}: {status} in {row['seconds']} s =====\n{text}\n"
+        self.write()
+        print(f"{name:<24} {status:<10} {row['seconds']:6.1f} s  {brief(row)}", flush=True)
+
+    def finish(self, stopped: str = "") -> int:
+        stages = self.report["stages"].values()
+        bad = [n for n, r in self.report["stages"].items() if r["status"] not in ("passed", NOT_STARTED)]
+        waiting = [n for n, r in self.report["stages"].items() if r["status"] == NOT_STARTED]
+        if stopped:
+            verdict, code = f"{stopped}: {len(waiting)} stage(s) not started", None
+        elif bad:
+            verdict, code = f"FAILED: {', '.join(bad)}", 1
+        elif waiting:
+            verdict, code = f"stopped at the deadline: {len(waiting)} of {len(self.names)} stages not started", 3
+        else:
+            verdict, code = f"all {len(self.names)} stages passed", 0
+        if stopped and bad:
+            verdict += f"; failed: {', '.join(bad)}"
+        self.report["verdict"] = verdict
+        self.write()
+        passed = sum(r["status"] == "passed" for r in stages)
+        print(f"gpu-check: {verdict} ({passed} passed) in {self.elapsed():.0f} s; report in {self.args.out}",
+              flush=True)
+        return code if code is not None else 1
+
+    def write(self) -> None:
+        self.report["seconds"] = round(self.elapsed(), 1)
+        out = self.args.out
+        _write_atomically(out / "report.json", json.dumps(self.report, indent=2) + "\n")
+        _write_atomically(out / "summary.md", summary_markdown(self.report))
+        _write_atomically(out / "reference.md", fill_reference(self.reference, self.report))
+        _write_atomically(out / "logs.txt", "".join(self.logs[n] for n in self.names if n in self.logs))
+
+
+def brief(row: dict) -> str:
+    """A stage's result in a few words, for its line on the console and in summary.md."""
+    detail = row.get("detail", {})
+    if row["status"] in ("timed out", "crashed", "stopped", NOT_STARTED, "running"):
+        return row.get("reason", "")
+    if row["kind"] == "notebook":
+        blocks = [b["status"] for b in detail.get("blocks", [])]
+        counts = ", ".join(f"{blocks.count(s)} {s}" for s in ("passed", "failed", "skipped") if blocks.count(s))
+        text = (f"{detail['ran']}/{detail['cells']} cells, {detail['checks']} checks, "
+                f"{len(detail['skipped'])} skipped; GPU blocks: {counts or 'none'}")
+        return text + (f"; {detail['error']}" if "error" in detail else "")
+    if row["kind"] == "memory":
+        return (f"measured / predicted peak {detail['ratio']:.4f} ({detail['measured_peak_bytes']:,} / "
+                f"{detail['predicted_peak_bytes']:,} B)")
+    verdicts = [target_verdict(t) for t in row.get("targets", [])]
+    return (f"exit {detail.get('returncode')}; targets: "
+            + (", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts)) or "none printed"))
+
+
+def target_verdict(line: str) -> str:
+    """met, missed, gross regression, no target here, or not measured, from a benchmark's target line."""
+    for ending, verdict in (("gross regression (worse than half the target)", "gross regression"),
+                            (": met", "met"), (": missed", "missed")):
+        if line.endswith(ending):
+            return verdict
+    return "not measured" if "not measured" in line else "no target here"
 
 
 def summary_markdown(report: dict) -> str:
-    lines = [f"# GPU lane report: {report['gpu']}", "",
-             f"- date: {report['date']}", f"- driver: {report['driver']}, CUDA {report['cuda']}",
-             f"- torch {report['torch']}, Python {report['python']}", "", "## Notebooks (.py twins)", "",
-             "| notebook | status | cells run | checks | skipped | seconds |", "| --- | --- | --- | --- | --- | --- |"]
-    for name, r in report["notebooks"].items():
-        lines.append(f"| {name} | {r['status']} | {r['ran']}/{r['cells']} | {r['checks']} | "
-                     f"{len(r['skipped'])} | {r['seconds']} |")
+    stages = report["stages"]
+    lines = [f"# GPU check: {report['gpu']}", "",
+             f"- {report['date']}; torch {report['torch']}, CUDA {report['cuda']}, driver {report['driver']}, "
+             f"Python {report['python']}",
+             f"- `{report['command']}`: {report['verdict']}, {report['seconds']} s (deadline {report['deadline_s']:g} s)"]
+    running = [n for n, r in stages.items() if r["status"] == "running"]
+    if running:
+        lines.append(f"- **{running[0]} was running when this report was written**; if the check is no longer "
+                     "running, it stopped there.")
+    lines += ["", "## Stages", "", "| stage | status | seconds | what it found |", "| --- | --- | --- | --- |"]
+    for name, r in stages.items():
+        lines.append(f"| {name} | {r['status']} | {r.get('seconds', '')} | {brief(r)} |".replace("\n", " "))
     lines += ["", "## GPU-only blocks (`if cuda_only(device, ...)`)", "",
               "Each block by its name: passed, failed (with the error) or skipped (and why); "
               "what it checks; what it measured.", ""]
-    for name, r in report["notebooks"].items():
-        for b in r.get("blocks", []):
+    for name, r in stages.items():
+        for b in r.get("detail", {}).get("blocks", []):
             detail = b.get("message") or b.get("reason") or ""
-            lines.append(f"- **{b['status']}**: {name}, cell {b['cell']}: {b['what']}"
-                         + (f" ({detail})" if detail else ""))
+            lines.append(f"- **{b['status']}**: {name}, cell {b['cell']}: {b['what']}" + (f" ({detail})" if detail else ""))
             if b.get("statement"):
                 lines.append(f"  - failing statement: `{b['statement']}`")
-            checks = b["checks"] or ["(no assert: it only measures)"]
-            lines += [f"  - checks: `{c}`" if not c.startswith("(") else f"  - checks: {c}" for c in checks]
+            lines += [f"  - checks: `{c}`" for c in b["checks"]] or ["  - checks: (no assert: it only measures)"]
             lines += [f"  - `{m}`" for m in b["measured"]]
-    lines += ["", "Published reference figures beside these measurements: [reference.md](reference.md).",
-              "", "## Benchmarks", ""]
-    for name, r in report["benchmarks"].items():
-        lines += [f"### {name} (exit {r['returncode']}, {r['seconds']} s)", "", "```", *r["output"], "```", ""]
-    m = report["memory"]
-    lines += ["## Predicted versus measured memory", "",
-              f"{m.get('model', '')}: predicted peak {m.get('predicted_peak_bytes', 0) / 1e6:,.1f} MB, "
-              f"measured `max_memory_allocated` {m.get('measured_peak_bytes', 0) / 1e6:,.1f} MB "
-              f"(ratio {m.get('ratio')}).", "",
-              "Every `[measured]` line of every notebook is in `report.json`."]
+    lines += ["", "## Benchmark targets", "",
+              "Targets and their sources: [reference.md](reference.md#benchmark-targets). A missed target is "
+              "information; only a gross regression (worse than half the target) fails a benchmark.", ""]
+    lines += [f"- {name}: `{t}`" for name, r in stages.items() for t in r.get("targets", [])] or ["- (none ran)"]
+    memory = stages.get("memory", {}).get("detail")
+    lines += ["", "## Memory: predicted versus measured peak", ""]
+    if memory:
+        lines.append(f"{memory['model']} on {memory['device']}: predicted {memory['predicted_peak_bytes']:,} B, "
+                     f"measured {memory['measured_peak_bytes']:,} B ({memory['how']}): ratio {memory['ratio']:.4f} "
+                     f"({'within' if stages['memory']['status'] == 'passed' else 'outside'} 5%).")
+    else:
+        lines.append("(not run)")
+    lines += ["", "Every `[measured]` and `[per-device]` line and every figure: `report.json`; every stage's "
+              "output: `logs.txt`; published figures beside these: [reference.md](reference.md)."]
     return "\n".join(lines) + "\n"
 
 
@@ -374,11 +676,11 @@ def fill_reference(text: str, report: dict) -> str:
     pass or fail, or did not print its line, says so instead of a number.
     """
     stamp = f"{report['gpu']}, torch {report['torch']}, CUDA {report['cuda']}, {report['date']}"
-    blocks = {(nb, b["what"]): b for nb, r in report["notebooks"].items() for b in r.get("blocks", [])}
+    blocks = {(nb, b["what"]): b for nb, r in report["stages"].items() for b in r.get("detail", {}).get("blocks", [])}
     out, column = [], None
     for line in text.splitlines():
         if line.startswith("**Measured here:**"):
-            line = f"**Measured here:** {stamp}, by `make gpu-check` (details: [README.md](README.md))."
+            line = f"**Measured here:** {stamp}, by `scripts/gpu_check.py` (details: summary.md, report.json)."
         elif line.startswith("|"):
             cells = _cells(line)
             if "Measured here" in cells:
@@ -405,68 +707,75 @@ def fill_reference(text: str, report: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write a sibling temporary file, then os.replace it: readers never see half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+def _out_folder(out: Path) -> str | None:
+    """Why ``out`` cannot take the report (None: it can). It must be a folder holding nothing but
+    an earlier report of this script, so that nothing else there is ever replaced."""
+    if out.exists() and not out.is_dir():
+        return f"--out {out} is a file; give a folder (new, empty, or an earlier gpu_check report)"
+    if out.is_dir():
+        other = sorted(p.name for p in out.iterdir() if p.name not in FILES and not p.name.startswith(
+            tuple(f".{f}.tmp-" for f in FILES)))
+        if other:
+            return (f"--out {out} holds {', '.join(other[:3])}{' ...' if len(other) > 3 else ''}, which this "
+                    f"check did not write; give a new or empty folder (it writes only {', '.join(FILES)})")
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "gpu")
-    parser.add_argument("--notebooks", nargs="*", default=None, help="notebook .py twins (default: all)")
-    parser.add_argument("--skip-benchmarks", action="store_true")
+    parser.add_argument("--out", type=Path, help="folder for the report (new or empty): report.json, summary.md, "
+                                                 "reference.md, logs.txt")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                        help="cuda (default), or cpu to rehearse the run on this machine")
+    parser.add_argument("--deadline", type=float, default=420.0,
+                        help="start no stage after this many seconds (default 420)")
+    parser.add_argument("--grace", type=float, default=60.0,
+                        help="stop a stage still running this long after the deadline (default 60)")
+    parser.add_argument("--stage-limit", type=float, default=240.0, help="stop any stage after this long (default 240)")
+    parser.add_argument("--only", nargs="+", metavar="STAGE", help=f"run these stages only: {', '.join(STAGES)}")
+    parser.add_argument("--quick", action="store_true", help="the benchmarks' --quick form (default with --device cpu)")
     parser.add_argument("--reference", type=Path, default=ROOT / "docs" / "gpu" / "reference.md",
-                        help="published figures whose 'Measured here' column this run fills")
+                        help="the published figures whose 'Measured here' column the copy in --out fills")
+    parser.add_argument("--stage", help=argparse.SUPPRESS)  # the child process of one stage
     args = parser.parse_args(argv)
+
+    def refuse(message: str, code: int = 2) -> int:
+        print(f"gpu-check: {message}")
+        return code
+
+    if args.stage:
+        return stage(args.stage, args.device, args.quick)
+    if args.out is None:
+        return refuse("give --out DIR, a new or empty folder for the report")
+    for name, low in (("deadline", 0), ("grace", 0), ("stage_limit", 0)):
+        value = getattr(args, name)
+        if not (value > low and value < 1e6) and not (name == "grace" and value == 0):
+            return refuse(f"--{name.replace('_', '-')} must be a number of seconds above 0, got {value:g}")
+    unknown = [n for n in args.only or () if n not in STAGES]
+    if unknown:
+        return refuse(f"no stage {unknown[0]!r}; valid: {', '.join(STAGES)}")
     if not args.reference.is_file():
-        print(f"gpu-check: --reference {args.reference} is not a file; give docs/gpu/reference.md")
-        return 2
+        return refuse(f"--reference {args.reference} is not a file; give docs/gpu/reference.md")
+    why = _out_folder(args.out)
+    if why:
+        return refuse(why)
     try:
         import torch
     except ImportError:
-        print(f"gpu-check: torch is not importable with {sys.executable}; nothing to check")
-        return 2
-    if not torch.cuda.is_available():
-        print(f"gpu-check: no CUDA device on this machine (torch {torch.__version__}); the GPU lane needs one")
-        return 1
-    os.environ["MPLBACKEND"] = "Agg"
+        return refuse(f"torch is not importable with {sys.executable}; nothing to check")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        return refuse(f"no CUDA device on this machine (torch {torch.__version__}); rehearse with --device cpu", 1)
+    args.quick = args.quick or args.device == "cpu"
     sys.path.insert(0, str(ROOT))
     args.out.mkdir(parents=True, exist_ok=True)
-    logs = args.out / "logs"
-    logs.mkdir(exist_ok=True)
-    twins = [Path(p) for p in args.notebooks] if args.notebooks else sorted((ROOT / "py_src").glob("[0-9][0-9]_*.py"))
-    report = {"gpu": torch.cuda.get_device_name(), "driver": driver_version(), "cuda": torch.version.cuda,
-              "torch": torch.__version__, "python": platform.python_version(),
-              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-              "notebooks": {}, "benchmarks": {}, "memory": {}}
-    for py in twins:
-        report["notebooks"][py.stem] = result = run_notebook(py.resolve(), logs)
-        print(f"{py.stem:<28} {result['status']:<7} {result['ran']}/{result['cells']} cells, "
-              f"{result['checks']} checks, {len(result['skipped'])} skipped, {result['seconds']} s"
-              + (f"  {result['error']}" if "error" in result else ""), flush=True)
-        for b in result["blocks"]:
-            print(f"    {b['status']:<7} {b['what']}"
-                  + (f": {b.get('message') or b.get('reason')}" if b["status"] != "passed" else ""), flush=True)
-    report["memory"] = memory_check()
-    print(f"memory: predicted {report['memory']['predicted_peak_bytes']:,} B, measured "
-          f"{report['memory']['measured_peak_bytes']:,} B (ratio {report['memory']['ratio']})", flush=True)
-    if not args.skip_benchmarks:
-        report["benchmarks"] = run_benchmarks()
-        for name, r in report["benchmarks"].items():
-            print(f"{name}: exit {r['returncode']}: {r['output'][-1] if r['output'] else ''}", flush=True)
-    (args.out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-    (args.out / "README.md").write_text(summary_markdown(report))
-    write_atomically(args.reference, fill_reference(args.reference.read_text(encoding="utf-8"), report))
-    failed = [n for n, r in report["notebooks"].items() if r["status"] != "ok"]
-    failed += [f"{n}: {b['what']}" for n, r in report["notebooks"].items()
-               for b in r["blocks"] if b["status"] == "failed"]
-    failed += [n for n, r in report["benchmarks"].items() if r["returncode"] != 0]
-    if not report["memory"]["within_5_percent"]:
-        failed.append("memory")
-    print(f"gpu-check: {'FAILED: ' + ', '.join(failed) if failed else 'all passed'}; report in {args.out}")
-    return 1 if failed else 0
+    check = Check(args, [n for n in STAGES if not args.only or n in args.only], torch.__version__, torch.version.cuda)
+
+    def stop(signum, frame):
+        raise _Stopped(signal.Signals(signum).name)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
+    return check.run()
 
 
 if __name__ == "__main__":

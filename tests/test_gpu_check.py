@@ -1,7 +1,12 @@
-"""scripts/gpu_check.py: its cell runner (on the CPU) and its refusal without CUDA."""
+"""scripts/gpu_check.py: its cell runner, its report, and the whole command rehearsed on the CPU."""
 
+import io
+import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -53,31 +58,41 @@ def test_run_notebook_allows_deliberate_errors_and_skips_missing_packages(tmp_pa
     monkeypatch.setitem(sys.modules, "ipywidgets", None)  # as if not installed
     path = tmp_path / "99_probe.py"
     path.write_text(NOTEBOOK)
-    result = gpu_check.run_notebook(path, tmp_path)
+    log = io.StringIO()
+    result = gpu_check.run_notebook(path, log)
     assert result["status"] == "ok", result
     assert (result["ran"], result["expected_errors"], result["checks"]) == (2, 1, 1)
     assert result["skipped"] == ["cell 3: needs ipywidgets", "cell 4: uses slider from a skipped cell"]
     assert result["measured"] == ["[measured] time: 1 ms"]
-    assert "✓ x: 3" in (tmp_path / "99_probe.log").read_text()
+    assert "✓ x: 3" in log.getvalue()
 
 
 def test_run_notebook_fails_on_a_real_error_and_skips_what_depends_on_it(tmp_path):
     path = tmp_path / "98_broken.py"
     path.write_text("# %%\nx = 1\n\n# %%\ny = 1 / 0\n\n# %%\nprint(y)\n\n# %%\nprint('independent', x)\n")
-    result = gpu_check.run_notebook(path, tmp_path)
+    log = io.StringIO()
+    result = gpu_check.run_notebook(path, log)
     assert result["status"] == "failed" and "ZeroDivisionError" in result["error"]
     assert result["ran"] == 2  # cells 1 and 4; cell 3 needs y from the failed cell
     assert result["skipped"] == ["cell 3: uses y from failed cell 2"]
-    assert "independent 1" in (tmp_path / "98_broken.log").read_text()
+    assert "independent 1" in log.getvalue()
+
+
+def test_a_notebook_may_define_a_dataclass(tmp_path):
+    """The cells run in a real module: dataclasses look their class's module up in sys.modules."""
+    path = tmp_path / "96_dataclass.py"
+    path.write_text("# %%\nfrom dataclasses import dataclass\n\n@dataclass\nclass P:\n    x: int\n\nprint(P(1))\n")
+    log = io.StringIO()
+    assert gpu_check.run_notebook(path, log)["status"] == "ok" and "P(x=1)" in log.getvalue()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without CUDA")
 def test_refuses_cleanly_without_cuda(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--out", str(tmp_path)],
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--out", str(tmp_path / "r")],
                           capture_output=True, text=True)
     assert proc.returncode == 1
-    assert proc.stdout.count("\n") == 1 and "no CUDA device" in proc.stdout
-    assert not (tmp_path / "report.json").exists()
+    assert proc.stdout.count("\n") == 1 and "no CUDA device" in proc.stdout and "--device cpu" in proc.stdout
+    assert not (tmp_path / "r").exists()
 
 
 # A notebook whose GPU-only blocks run on a simulated CUDA device: cuda_only() only looks at
@@ -114,7 +129,7 @@ if cuda_only(torch.device("cpu"), "a block gated off on this device"):
 def gpu_run(tmp_path):
     path = tmp_path / "97_gpu.py"
     path.write_text(GPU_NOTEBOOK)
-    return gpu_check.run_notebook(path, tmp_path)
+    return gpu_check.run_notebook(path, io.StringIO())
 
 
 def test_each_cuda_only_block_is_reported_by_name_with_its_checks(tmp_path):
@@ -141,8 +156,9 @@ def test_each_cuda_only_block_is_reported_by_name_with_its_checks(tmp_path):
 
 def fake_report(result):
     return {"gpu": "NVIDIA H200", "driver": "570.0", "cuda": "12.8", "torch": "2.7.0", "python": "3.12",
-            "date": "2025-01-01 00:00 UTC", "notebooks": {"97_gpu": result}, "benchmarks": {},
-            "memory": {}}
+            "date": "2025-01-01 00:00 UTC", "command": "python3 scripts/gpu_check.py --out x", "verdict": "x",
+            "seconds": 1.0, "deadline_s": 420.0,
+            "stages": {"97_gpu": {"kind": "notebook", "status": "failed", "seconds": 1.0, "detail": result}}}
 
 
 def test_the_summary_lists_every_block_with_its_status_and_failing_statement(tmp_path):
@@ -169,7 +185,7 @@ def test_the_reference_gets_its_measured_column_filled_and_keeps_the_published_o
     before = (ROOT / "docs" / "gpu" / "reference.md").read_text(encoding="utf-8")
     reference = tmp_path / "reference.md"
     reference.write_text(before)
-    gpu_check.write_atomically(reference, gpu_check.fill_reference(before, fake_report(result)))
+    gpu_check._write_atomically(reference, gpu_check.fill_reference(before, fake_report(result)))
     after = reference.read_text()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".reference")] == []  # no temp left
     old, new = table_cells(before), table_cells(after)
@@ -188,3 +204,137 @@ def test_refuses_a_reference_that_is_not_a_file(tmp_path):
                            "--reference", str(tmp_path / "nope.md")], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stdout.count("\n") == 1 and "nope.md is not a file" in proc.stdout and not proc.stderr
+
+
+# --- the whole command, rehearsed on the CPU -----------------------------------------------------
+
+SCRIPT = ROOT / "scripts" / "gpu_check.py"
+
+
+def rehearse(out, *args, **popen):
+    return [sys.executable, str(SCRIPT), "--device", "cpu", "--out", str(out), *args]
+
+
+def git_status():
+    if not (ROOT / ".git").exists():
+        return None
+    return subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
+
+
+def report_of(out):
+    return json.loads((out / "report.json").read_text())
+
+
+def wait_for_status(out, stage, status, proc, timeout=60):
+    """Poll report.json (rewritten atomically) until ``stage`` has ``status``."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise AssertionError(f"the check ended (exit {proc.returncode}) before {stage} was {status}")
+        with_report = (out / "report.json").exists()
+        if with_report and report_of(out)["stages"][stage]["status"] == status:
+            return report_of(out)
+        time.sleep(0.05)
+    raise AssertionError(f"{stage} never became {status}")
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.multiprocess
+class TestRehearsalStopsAtTheDeadline:
+    def test_it_writes_four_files_only_there_and_stops_starting_stages_past_the_deadline(self, tmp_path):
+        before = git_status()
+        out = tmp_path / "gpu"
+        proc = subprocess.run(rehearse(out, "--deadline", "1"), capture_output=True, text=True, cwd=tmp_path,
+                              timeout=120)
+        assert proc.returncode == 3, proc.stdout + proc.stderr  # 3: stopped by the deadline, what ran passed
+        assert proc.stderr == ""
+        assert sorted(p.name for p in out.iterdir()) == ["logs.txt", "reference.md", "report.json", "summary.md"]
+        report = report_of(out)
+        stages = list(report["stages"].values())
+        assert stages[0]["status"] == "passed" and stages[-1] == {
+            "kind": "benchmark", "status": "not started", "reason": "past the --deadline of 1 s"}
+        ran = [name for name, r in report["stages"].items() if r["status"] != "not started"]
+        lines = proc.stdout.splitlines()
+        assert [line.split()[0] for line in lines[:-1]] == ran  # one line per stage that ran
+        assert lines[-1].startswith(f"gpu-check: stopped at the deadline: {len(stages) - len(ran)} of "
+                                    f"{len(stages)} stages not started (") and lines[-1].endswith(f"report in {out}")
+        # the rehearsal hides what the lent machine lacks: notebook 01's beartype cells are skipped
+        first = report["stages"]["01_tensors_and_strides"]["detail"]
+        assert "needs beartype" in " ".join(first["skipped"])
+        assert "stopped at the deadline" in (out / "summary.md").read_text()
+        assert "===== 01_tensors_and_strides: passed in" in (out / "logs.txt").read_text()
+        assert "not measured: the block did not run" in (out / "reference.md").read_text()
+        assert git_status() == before  # nothing outside --out changed
+
+
+@pytest.mark.multiprocess
+class TestRehearsalSurvivesAKill:
+    def test_a_report_written_before_a_kill_is_valid_and_names_the_running_stage(self, tmp_path):
+        out = tmp_path / "gpu"
+        proc = subprocess.Popen(rehearse(out, "--only", "01_tensors_and_strides", "08_training_loop"), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        report = wait_for_status(out, "08_training_loop", "running", proc)
+        proc.kill()  # SIGKILL: no handler runs; only what was on disk remains
+        proc.wait()
+        child = report["stages"]["08_training_loop"]["pid"]
+        os.killpg(child, signal.SIGKILL)  # the stage's own process group (the check would have stopped it)
+        report = report_of(out)
+        assert report["stages"]["01_tensors_and_strides"]["status"] == "passed"
+        assert report["stages"]["08_training_loop"]["status"] == "running"
+        summary = (out / "summary.md").read_text()
+        assert "**08_training_loop was running when this report was written**" in summary
+        assert "===== 01_tensors_and_strides: passed in" in (out / "logs.txt").read_text()
+
+
+@pytest.mark.multiprocess
+class TestRehearsalStopsOnSignalAndTimeout:
+    def test_sigterm_stops_the_stage_and_its_processes_and_says_so(self, tmp_path):
+        out = tmp_path / "gpu"
+        proc = subprocess.Popen(rehearse(out, "--only", "08_training_loop"), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        child = wait_for_status(out, "08_training_loop", "running", proc)["stages"]["08_training_loop"]["pid"]
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=30)
+        assert proc.returncode == 143 and stderr == ""
+        assert stdout.splitlines()[-1].startswith("gpu-check: stopped by SIGTERM: 0 stage(s) not started")
+        row = report_of(out)["stages"]["08_training_loop"]
+        assert (row["status"], row["reason"]) == ("stopped", "the check was stopped by SIGTERM")
+        time.sleep(0.2)
+        assert not alive(child)
+
+    def test_a_stage_past_its_limit_is_timed_out_and_the_next_one_still_runs(self, tmp_path):
+        out = tmp_path / "gpu"
+        proc = subprocess.run(rehearse(out, "--only", "08_training_loop", "matmul_mfu", "--stage-limit", "1.5"),
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1 and proc.stderr == ""
+        stages = report_of(out)["stages"]
+        assert stages["08_training_loop"]["status"] == "timed out"
+        assert stages["08_training_loop"]["reason"].startswith("stopped after 2 s")
+        assert stages["matmul_mfu"]["status"] in ("passed", "timed out")  # it ran, within its own limit
+        assert proc.stdout.splitlines()[-1].startswith("gpu-check: FAILED: 08_training_loop")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--deadline", "0"], "--deadline must be a number of seconds above 0, got 0"),
+    (["--only", "09_nope"], "no stage '09_nope'; valid: 01_tensors_and_strides, "),
+])
+def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, message):
+    proc = subprocess.run(rehearse(tmp_path / "gpu", *args), capture_output=True, text=True)
+    assert (proc.returncode, proc.stderr) == (2, "")
+    assert proc.stdout.count("\n") == 1 and message in proc.stdout
+    assert not (tmp_path / "gpu").exists()
+
+
+def test_an_out_folder_holding_other_files_is_refused_and_left_alone(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    proc = subprocess.run(rehearse(tmp_path), capture_output=True, text=True)
+    assert (proc.returncode, proc.stderr) == (2, "")
+    assert proc.stdout.count("\n") == 1 and "holds notes.txt, which this check did not write" in proc.stdout
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
