@@ -42,8 +42,11 @@ def matmul_flops_per_s(n: int, dtype: str = "fp32", device="cpu", *, label: str 
     key = spec_name(dtype)
     device = get_device(device)
     assert key != "tf32" or device.type == "cuda", "tf32 is a CUDA tensor-core mode; elsewhere use fp32"
-    a = torch.randn(n, n, device=device, dtype=as_dtype(key))
-    b = torch.randn(n, n, device=device, dtype=as_dtype(key))
+    # A private generator: timing must not move the global one (then a notebook's later random
+    # draws would differ between a CPU and a GPU run, whose draws come from different generators).
+    g = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn(n, n, device=device, dtype=as_dtype(key), generator=g)
+    b = torch.randn(n, n, device=device, dtype=as_dtype(key), generator=g)
     previous = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("high" if key == "tf32" else "highest")  # "high" = TF32
     try:
@@ -60,7 +63,7 @@ def copy_bandwidth(n_bytes: int = 256 * 2**20, device="cpu", *, label: str | Non
                    min_run_time: float = 0.2) -> float:
     """Achieved bytes/s of ``dst.copy_(src)``: every byte read once and written once."""
     device = get_device(device)
-    src = torch.empty(n_bytes // 4, dtype=torch.float32, device=device).uniform_()
+    src = torch.full((n_bytes // 4,), 1.5, device=device)  # a copy's speed does not depend on the values
     dst = torch.empty_like(src)
     seconds = time_fn(dst.copy_, src, min_run_time=min_run_time)
     rate = 2 * src.numel() * 4 / seconds

@@ -151,5 +151,6 @@ def detect(device: torch.device | str | None = None) -> Accelerator | None:
     name = torch.cuda.get_device_name(device)
     acc = match_device_name(name)
     if acc is None:
-        measured(f"{name!r} is not in the hardware table", "peaks will be measured, not looked up")
+        measured(f"{name!r} is not in the hardware table", "peaks will be measured, not looked up",
+                 per_device=True)  # a line only some GPUs print: the CPU golden has none
     return acc

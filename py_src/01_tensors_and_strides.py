@@ -324,7 +324,7 @@ check("e.contiguous() materialises all of them", e.contiguous().untyped_storage(
 
 # %%
 n = 2048
-big = torch.randn(n, n, device=device)
+big = torch.randn(n, n).to(device)  # drawn on the CPU: the same numbers on every device
 check("big: bytes", tensor_bytes(big), n * n * 4)
 moved = 2 * tensor_bytes(big)  # a copy reads every byte once and writes it once
 check("bytes moved by one copy (read + write)", moved, 33_554_432)

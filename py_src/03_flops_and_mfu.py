@@ -257,7 +257,7 @@ check("fusion cuts the traffic by", Fraction(EW_BYTES_EAGER, EW_BYTES_FUSED), Fr
 EW_SIZES = [2**20, 2**22, 2**24, 2**26] if ON_GPU else [2**16, 2**18, 2**20, 2**22]
 ew_points = []
 for size in EW_SIZES:
-    x = torch.randn(size, device=device)
+    x = torch.randn(size).to(device)  # drawn on the CPU: the same numbers on every device
     seconds = time_fn(sin_plus_square, x, min_run_time=0.05)
     rate = FLOPS_PER_ELEMENT * size / seconds
     # per_device: the sizes (and so the labels) differ between a CPU and a GPU
@@ -368,14 +368,16 @@ for size in MM_SIZES:
 acc = detect(device)
 if acc is not None:
     roof_peak, roof_bw = acc.peak("fp32"), acc.hbm_bandwidth
+    best = max(rate for _, _, rate in mm_points)
+    measured("best matmul plotted / spec-sheet peak", best / roof_peak, per_device=True)
     measured("ceilings", f"{acc.name} spec sheet (fp32 peak, HBM bandwidth)")
-    assert all(rate <= roof_peak for _, _, rate in mm_points), "an fp32 matmul beat the spec sheet"
+    assert best <= roof_peak, "an fp32 matmul beat the spec sheet: was TF32 on?"
 else:
     roof_peak = peak_flops(device, "fp32", min_run_time=0.1).flops_per_s
     copy_bytes = 2**30 if ON_GPU else 64 * 2**20
     roof_bw = copy_bandwidth(copy_bytes, device, min_run_time=0.1)
     best = max(rate for _, _, rate in mm_points)
-    measured("best matmul plotted / measured peak", best / roof_peak)
+    measured("best matmul plotted / measured peak", best / roof_peak, per_device=True)
     roof_peak = max(roof_peak, best)  # a roof no point beats
     measured("ceilings", f"measured on {device.type} (fp32 matmul peak, "
              f"{copy_bytes // 2**20} MiB copy)")
@@ -501,7 +503,8 @@ check("same outputs as math attention", torch.allclose(model_sdpa(idx), model(id
 
 # %%
 if cuda_only(device, "counting fused (sdpa) attention on CUDA"):
-    gpu_model = GPT(get_config("tiny", attention="sdpa")).to(device)
+    with torch.device(device):  # initialised on the GPU, from its own random stream
+        gpu_model = GPT(get_config("tiny", attention="sdpa"))
     gpu_counted = count_flops(gpu_model, idx.to(device))
     measured("sdpa on CUDA: forward count", f"{gpu_counted.forward:,}", per_device=True)
     measured("sdpa on CUDA: backward / forward", gpu_counted.backward / gpu_counted.forward, per_device=True)
@@ -747,10 +750,10 @@ check("...and it is this much faster", bf16_job / fp32_job, 6.0)
 # MFU figure should always say which peak it divides by.
 #
 # On a GPU, a large bf16 matmul is the best case any training step can hope for: one big,
-# tile-friendly shape and nothing else. On an H100 or H200 an 8192³ bf16 matmul should
-# reach about 78% of the dense peak or more; that target is checked by
-# `benchmarks/matmul_mfu.py` (`make bench`). The cell below prints what it reaches here and
-# asserts a conservative 60%, so a busy or throttled GPU does not fail the notebook.
+# tile-friendly shape and nothing else. The cell below prints what it reaches here; the best
+# published H100 figure, searched over shapes, is 80.3% of the dense peak
+# (docs/gpu/reference.md, `bf16-gemm-8192`), and `benchmarks/matmul_mfu.py` compares this
+# shape with that (a notebook prints timings; speed targets live in the benchmarks).
 
 # %%
 if cuda_only(device, "the MFU of an 8192^3 bf16 matmul"):
@@ -761,7 +764,7 @@ if cuda_only(device, "the MFU of an 8192^3 bf16 matmul"):
     if gpu is not None:
         big_mfu = mfu(big, big / rate, gpu.peak("bf16"))
         measured(f"MFU against the {gpu.name} dense bf16 peak", big_mfu, per_device=True)
-        assert big_mfu >= 0.6, f"MFU {big_mfu:.2f} < 0.6 on {gpu.name}"
+        assert 0 < big_mfu < 1, f"MFU {big_mfu:.2f}: the FLOP count or the peak is wrong"
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Tile-unfriendly shapes lose MFU

@@ -578,8 +578,8 @@ plt.show()
 # **Throughput.** The distribution is the same; the cost is not. For a batch of 64 the
 # notes' version runs 2 × 64 slices, `astype` calls and tensor constructions in Python,
 # then a `torch.stack` that copies everything again; the vectorised one does one gather
-# and one conversion. Timed at batch 64 × 1,024 (the `make bench` target is at least 5× on
-# a CPU), on one thread: sampling runs on one thread in practice (the `Prefetcher` below
+# and one conversion. Timed at batch 64 × 1,024 (`benchmarks/get_batch.py` compares it with
+# its target, 25×), on one thread: sampling runs on one thread in practice (the `Prefetcher` below
 # uses one), and a small op split over two busy cores makes timings swing tenfold.
 
 # %% slideshow={"slide_type": "subslide"}
@@ -594,7 +594,6 @@ measured("get_batch (vectorised), 64 x 1024", t_ours * 1e3, "ms")
 measured("get_batch_lecture (list-based), 64 x 1024", t_notes * 1e3, "ms")
 measured("speedup", t_notes / t_ours, "x")
 measured("vectorised throughput", 64 * 1024 / t_ours / 1e6, "M tokens/s")
-assert t_notes / t_ours > 2, (t_notes, t_ours)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §6.1 Pinned memory
@@ -622,8 +621,8 @@ assert t_notes / t_ours > 2, (t_notes, t_ours)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The cells below need a CUDA GPU; elsewhere each prints one line saying so. The first
-# times a 256 MiB copy to the GPU from pageable and from pinned memory (the `make bench`
-# target on an H100/H200 is at least 45 GB/s pinned):
+# times a 256 MiB copy to the GPU from pageable and from pinned memory (published H100
+# figures and the benchmark's target: docs/gpu/reference.md, `h2d-pinned`):
 
 # %% slideshow={"slide_type": "subslide"}
 COPY_BYTES = 256 * 2**20
@@ -638,7 +637,6 @@ if cuda_only(device, "timing pageable versus pinned host-to-device copies"):
         rate[name] = COPY_BYTES / seconds
         measured(f"{name:>8} -> GPU, {format_bytes(COPY_BYTES)}", rate[name] / 1e9, "GB/s", per_device=True)
     measured("pinned / pageable", rate["pinned"] / rate["pageable"], "x", per_device=True)
-    assert rate["pinned"] > rate["pageable"], rate
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **What `non_blocking=True` does.** From pinned memory the copy is queued and the call
@@ -667,8 +665,8 @@ if cuda_only(device, "timing when a non_blocking copy returns"):
     for name, (call, copy) in returns.items():
         measured(f"non_blocking from {name:>8}: the call returns after", call * 1e3, "ms", per_device=True)
         measured(f"{'':>26}the copy is done after", copy * 1e3, "ms", per_device=True)
-    assert returns["pinned"][0] < 0.1 * returns["pinned"][1], returns       # returns at once
-    assert returns["pageable"][0] > 0.5 * returns["pageable"][1], returns   # waits for the copy
+    for name, (call, copy) in returns.items():  # pinned: near 0 (returns at once); pageable: near 1
+        measured(f"non_blocking from {name:>8}: call / copy", call / copy, per_device=True)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **What overlaps with what.** The host overlaps for sure: the CPU prepares the next batch
@@ -706,7 +704,7 @@ if cuda_only(device, "overlapping a copy with compute on a second stream"):
     measured("256 MiB pinned copy", t_copy * 1e3, "ms", per_device=True)
     measured("both on one stream", t_serial * 1e3, "ms", per_device=True)
     measured("copy on a second stream", t_overlap * 1e3, "ms", per_device=True)
-    assert t_overlap < 0.9 * t_serial, (t_overlap, t_serial)
+    measured("second stream / one stream", t_overlap / t_serial, per_device=True)
     del a, pageable, pinned, on_gpu
     torch.cuda.empty_cache()
 
@@ -764,17 +762,15 @@ measured("step, batch already on the device", t_fixed * 1e3, "ms")
 measured("step, get_batch inline", t_inline * 1e3, "ms")
 measured("step, Prefetcher", t_prefetched * 1e3, "ms")
 measured("data loading / step", t_data / t_fixed)
-if ON_GPU:
-    assert t_data < 0.25 * t_fixed, (t_data, t_fixed)  # token batches are cheap to make
-    assert t_prefetched < 1.2 * t_fixed, (t_prefetched, t_fixed)  # and loading is hidden
+measured("step with the Prefetcher / step with the batch already there", t_prefetched / t_fixed)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Sampling token ids from a local memory-mapped file is cheap: a fraction of a
 # millisecond, next to a step of milliseconds on a GPU and tens of milliseconds here. The
-# prefetcher has little to hide; on a GPU it brings the step to within a few percent of the
-# floor (asserted: 20%). On a two-core CPU the loader thread needs the second core and
-# both threads share Python's interpreter lock, so the three step times differ by noise
-# more than by loading, and nothing is asserted about them.
+# prefetcher has little to hide; on a GPU it should bring the step to within a few percent
+# of the floor. On a two-core CPU the loader thread needs the second core and both threads
+# share Python's interpreter lock, so the three step times differ by noise more than by
+# loading. These are timings, printed, not asserted: speed targets live in `benchmarks/`.
 #
 # Overlap pays off when loading is slow (a network filesystem, decompression). To see it
 # we simulate storage latency: `SlowStorage` is the token array, except that every read
@@ -803,13 +799,12 @@ measured("storage latency per batch", SlowStorage.delay * 1e3, "ms")
 measured("step, batch already on the device", t_fixed * 1e3, "ms")
 measured("step, slow storage, get_batch inline", t_slow_inline * 1e3, "ms")
 measured("step, slow storage, Prefetcher", t_slow_prefetched * 1e3, "ms")
-if ON_GPU:  # on a CPU shared with other jobs, the step time itself can swing 10x
-    assert t_slow_prefetched < 0.9 * t_slow_inline, (t_slow_prefetched, t_slow_inline)
+measured("slow storage, Prefetcher / inline", t_slow_prefetched / t_slow_inline)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Inline, every step pays the latency on top of the compute; with the prefetcher the wait
-# happens during the previous step, and the step returns to about the floor (asserted on a
-# GPU only: on a shared CPU the step time itself swings tenfold). A prefetcher hides
+# happens during the previous step, and the step returns to about the floor (on a shared
+# CPU the step time itself swings tenfold, so compare the ratios, not one run). A prefetcher hides
 # loading only up to one step's length; beyond that the fix is more loading threads or
 # processes (`torch.utils.data.DataLoader`'s `num_workers`), not a deeper queue.
 
@@ -838,7 +833,7 @@ class TimedStorage(SlowStorage):
 
 
 N_MM = 1024 if ON_GPU else 384
-mm_a = torch.randn(N_MM, N_MM, device=device)
+mm_a = torch.randn(N_MM, N_MM).to(device)  # drawn on the CPU: the same numbers on every device
 
 
 def fake_compute(x):

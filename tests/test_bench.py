@@ -49,7 +49,19 @@ def test_peak_on_cpu_is_measured_and_labelled():
 def test_peak_on_a_known_gpu_comes_from_the_table(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)  # "cuda" resolves to cuda:0
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 80GB HBM3")
     peak = bench.peak_flops(torch.device("cuda"), "bf16")
     assert (peak.flops_per_s, peak.is_measured) == (989.5e12, False)
     assert peak.source == "H100 SXM dense bf16 peak (spec sheet)"
+
+
+def test_timing_leaves_the_global_random_generator_alone():
+    """A notebook times on a GPU and on a CPU alike; its later draws must not shift between the two."""
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    bench.matmul_flops_per_s(32, "fp32", "cpu", min_run_time=0.01)
+    bench.copy_bandwidth(2**16, "cpu", min_run_time=0.01)
+    bench.peak_flops("cpu", "fp32", n=32, min_run_time=0.01)
+    assert torch.equal(torch.rand(3), expected)

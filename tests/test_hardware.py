@@ -105,6 +105,7 @@ def test_detect_on_cpu_is_none():
 def _fake_gpu(monkeypatch, name):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)  # "cuda" resolves to cuda:0
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
 
 
@@ -112,7 +113,7 @@ def test_detect_unknown_gpu_says_so_instead_of_crashing(monkeypatch, capsys):
     _fake_gpu(monkeypatch, "NVIDIA Mystery 9000")
     assert detect(torch.device("cuda")) is None
     out = capsys.readouterr().out
-    assert out.startswith("[measured] 'NVIDIA Mystery 9000' is not in the hardware table")
+    assert out.startswith("[per-device] 'NVIDIA Mystery 9000' is not in the hardware table")
 
 
 def test_detect_known_gpu(monkeypatch):

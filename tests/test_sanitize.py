@@ -97,3 +97,50 @@ def test_the_skip_line_points_to_the_published_gpu_figures(capsys):
     out = capsys.readouterr().out
     assert out.startswith("[per-device] skipped on cpu: a GPU thing needs a CUDA GPU") and GPU_REFERENCE in out
     assert (Path(__file__).resolve().parents[1] / GPU_REFERENCE).is_file()
+
+
+def test_the_trainers_measured_peak_is_masked_and_where_it_came_from_is_compared():
+    line = ("training tiny (1,155,712 params) on cpu x1, fp32, optimizer: lecture_utils.optim.AdamW; MFU against "
+            "{} TFLOP/s per device (measured: best of 1024^3 and 512^3 fp32 matmuls on cpu)\n")
+    assert sanitize(line.format("0.1992")) == sanitize(line.format("1.5e+00"))
+    assert sanitize(line.format("0.1992")) != sanitize(line.format("0.1992").replace("fp32 matmuls", "bf16 matmuls"))
+
+
+# Draws that make the model, the input or the data: on a GPU they would come from the CUDA generator
+# and on a CPU from the CPU one, so every later draw (and the outputs printed from it) would differ.
+DRAWS = {"randn", "rand", "randint", "randperm", "randn_like", "rand_like", "normal", "Cruncher", "Linear",
+         "init_weight", "GPT"}
+
+
+def _name(func) -> str | None:
+    return getattr(func, "id", None) or getattr(func, "attr", None)
+
+
+def _parameters(tree) -> dict[int, set[str]]:
+    """Line -> the parameter names of the functions around it (``device`` there is a caller's choice)."""
+    names: dict[int, set[str]] = {}
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.Lambda)):
+            args = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+            for line in range(fn.lineno, fn.end_lineno + 1):
+                names.setdefault(line, set()).update(args)
+    return names
+
+
+def test_outside_gpu_only_blocks_random_draws_come_from_the_cpu_generator():
+    inside = {(name, line) for name, _, block in _cuda_only_blocks()
+              for line in range(block.lineno, block.end_lineno + 1)}
+    wrong = []
+    for twin in sorted(Path(__file__).resolve().parents[1].glob("py_src/[0-9][0-9]_*.py")):
+        tree = ast.parse(twin.read_text(encoding="utf-8"))
+        parameters = _parameters(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and _name(node.func) in DRAWS) or (twin.name, node.lineno) in inside:
+                continue
+            device = next((k.value for k in node.keywords if k.arg == "device"), None)
+            name = getattr(device, "id", None)
+            on_cpu = (device is None or getattr(device, "value", None) == "cpu" or name == "CPU"
+                      or name in parameters.get(node.lineno, ()))
+            if not on_cpu:
+                wrong.append(f"{twin.name}:{node.lineno} {_name(node.func)}(device=...)")
+    assert wrong == [], "draw on the CPU, then .to(device): " + ", ".join(wrong)
