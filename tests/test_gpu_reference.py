@@ -86,3 +86,10 @@ def test_every_row_gpu_check_fills_exists_and_names_its_block():
         assert key in table, key
         assert f"{notebook[:2]}: {what}" in table[key]["stands in for"], key
         assert what in (ROOT / "py_src" / f"{notebook}.py").read_text(encoding="utf-8"), key
+
+
+def test_every_key_names_one_row_across_all_tables():
+    """A figure row and a benchmark target with one key would be filled and looked up as one."""
+    keys = re.findall(r"^\| `([^`]+)` \|", REFERENCE.read_text(encoding="utf-8"), re.M)
+    assert len(keys) >= 30
+    assert sorted(k for k in set(keys) if keys.count(k) > 1) == []
