@@ -590,10 +590,11 @@ class Check:
     def write(self) -> None:
         self.report["seconds"] = round(self.elapsed(), 1)
         out = self.args.out
-        _write_atomically(out / "report.json", json.dumps(self.report, indent=2) + "\n")
         _write_atomically(out / "summary.md", summary_markdown(self.report))
         _write_atomically(out / "reference.md", fill_reference(self.reference, self.report))
         _write_atomically(out / "logs.txt", "".join(self.logs[n] for n in self.names if n in self.logs))
+        # last: once report.json says a stage ran, the other three already say so too
+        _write_atomically(out / "report.json", json.dumps(self.report, indent=2) + "\n")
 
 
 def brief(row: dict) -> str:
