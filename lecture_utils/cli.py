@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from lecture_utils.console import closed_pipe, describe, guarded_output
 from lecture_utils.flops import SECONDS_PER_DAY, training_days, training_flops
 from lecture_utils.hardware import ACCELERATORS, DTYPES, lookup
 from lecture_utils.memory import (
@@ -149,10 +150,15 @@ def _gpus(_args) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        {"estimate": _estimate, "memory": _memory, "gpus": _gpus}[args.command](args)
-    except (ValueError, TypeError) as err:  # the calculators' checks (e.g. --mfu): same one line
-        parser.error(str(err))
+    with guarded_output() as (out, _):
+        try:
+            {"estimate": _estimate, "memory": _memory, "gpus": _gpus}[args.command](args)
+        except (ValueError, TypeError) as err:  # the calculators' checks (e.g. --mfu): same one line
+            parser.error(str(err))
+        out.flush()  # a full disk shows up when the buffered lines are written
+    if out.lost and not closed_pipe(out.lost):  # a reader that went away (| head) needs no word
+        print(f"{parser.prog}: error: cannot write the output: {describe(out.lost)}", file=sys.stderr)
+        return 1
     return 0
 
 

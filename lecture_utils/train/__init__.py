@@ -13,7 +13,6 @@ never the reverse.
 
 from lecture_utils.device import seed_all as seed_everything  # one seeding function, two names
 from lecture_utils.train.checkpoint import (
-    CHECKPOINT,
     load_checkpoint,
     read_checkpoint,
     rng_state,
@@ -22,7 +21,8 @@ from lecture_utils.train.checkpoint import (
 )
 from lecture_utils.train.cli import build_parser, main
 from lecture_utils.train.config import OPTIMIZERS, PRECISIONS, TrainConfig
-from lecture_utils.train.loop import LOG, Trainer, clip_grad_norm, cosine_lr, evaluate, train_step
+from lecture_utils.train.loop import Trainer, clip_grad_norm, cosine_lr, evaluate, train_step
+from lecture_utils.train.run import CHECKPOINT, LOG
 
 __all__ = ["CHECKPOINT", "LOG", "OPTIMIZERS", "PRECISIONS", "TrainConfig", "Trainer", "build_parser",
            "clip_grad_norm", "cosine_lr", "evaluate", "load_checkpoint", "main", "read_checkpoint",

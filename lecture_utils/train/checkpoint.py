@@ -18,8 +18,6 @@ import torch
 
 from lecture_utils.train.run import payload_digest
 
-CHECKPOINT = "checkpoint.pt"
-
 
 def rng_state(generator: torch.Generator | None = None) -> dict:
     """Every RNG state, in types that ``torch.load(weights_only=True)`` accepts."""
@@ -47,7 +45,9 @@ def set_rng_state(state: dict, generator: torch.Generator | None = None) -> None
 
 
 def read_checkpoint(path: str | Path) -> dict:
-    """Load a checkpoint's contents safely (``weights_only=True``) with clear errors."""
+    """Load a checkpoint's contents safely (``weights_only=True``). Whatever is wrong with the file
+    (truncated, bytes flipped, another program's pickle, not a checkpoint at all) is one
+    ``ValueError`` naming it and why."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
@@ -58,12 +58,12 @@ def read_checkpoint(path: str | Path) -> dict:
             raise ValueError(f"refusing to load {path}: it holds arbitrary pickled objects, which "
                              "weights_only loading does not execute") from err
         raise ValueError(f"{path} is not a readable checkpoint (truncated or corrupt)") from err
-    except (RuntimeError, EOFError, OSError) as err:
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    except Exception as err:  # a damaged file fails anywhere inside torch.load: KeyError, IndexError, ...
+        reason = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
         raise ValueError(f"{path} is not a readable checkpoint (truncated or corrupt): {reason}") from err
-    missing = {"model", "optimizer", "step", "rng"} - set(payload if isinstance(payload, dict) else ())
-    if missing:
-        raise ValueError(f"{path} is not a lecture_utils checkpoint (missing {sorted(missing)})")
+    problem = _layout_problem(payload)
+    if problem:
+        raise ValueError(f"{path} is not a lecture_utils checkpoint ({problem})")
     extra = payload.get("extra")
     saved = extra.get("sha256") if isinstance(extra, dict) else None
     if saved is not None:  # the Trainer's checkpoints carry one (lecture_utils/train/run.py)
@@ -72,6 +72,26 @@ def read_checkpoint(path: str | Path) -> dict:
             raise ValueError(f"{path} is corrupt: its contents do not match the sha256 saved with them "
                              f"({got[:12]}... vs {saved[:12]}...); resume from an intact copy")
     return payload
+
+
+def _layout_problem(payload) -> str | None:
+    """What keeps ``payload`` from being what save_checkpoint writes, or None."""
+    if not isinstance(payload, dict):
+        return f"a {type(payload).__name__}, not a dict"
+    missing = sorted({"model", "optimizer", "step", "rng"} - set(payload))
+    if missing:
+        return f"missing {missing}"
+    model, optimizer, step, rng = payload["model"], payload["optimizer"], payload["step"], payload["rng"]
+    if not (isinstance(model, dict) and all(isinstance(v, torch.Tensor) for v in model.values())):
+        return "its model is not a dict of tensors"
+    if not (isinstance(optimizer, dict) and isinstance(optimizer.get("state"), dict)
+            and isinstance(optimizer.get("param_groups"), list)):
+        return "its optimizer has no state and param_groups"
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        return f"its step is {step!r}"
+    if not (isinstance(rng, dict) and {"python", "numpy", "torch"} <= set(rng)):
+        return "its RNG states are incomplete"
+    return None
 
 
 # >>> lesson code from py_src/08_training_loop.py: edit it there, then `make export`

@@ -16,18 +16,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import signal
 import sys
 import typing
 from pathlib import Path
+from typing import NoReturn
 
+import torch
 import torch.distributed as dist
 
-from lecture_utils.train.checkpoint import CHECKPOINT
+from lecture_utils.console import describe, guarded_output
 from lecture_utils.train.config import TrainConfig
 from lecture_utils.train.loop import Trainer
-from lecture_utils.train.run import LOG, RunError, read_log
+from lecture_utils.train.run import CHECKPOINT, CURVES, LOG, RunError, read_log
 
-CURVES = "curves.png"
 _PLOTTED = ("step", "loss", "lr", "tokens_per_s")  # what every record must hold to be drawn
 
 
@@ -104,6 +107,14 @@ def plot(argv: list[str]) -> int:
     return 0
 
 
+class _Stopped(Exception):
+    """SIGTERM before training started (SIGINT raises KeyboardInterrupt): nothing to save yet."""
+
+
+def _stop_before_training(signum, frame):
+    raise _Stopped(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["plot"]:
@@ -112,24 +123,50 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.resume and args.overwrite:
         parser.error("--resume continues the run in --out, --overwrite moves it aside: pass one of them")
-    try:  # (Ctrl-C from here on: run() stops at a step boundary with a checkpoint saved)
+    quiet = int(os.environ.get("RANK", "0") or 0) != 0  # under torchrun rank 0 says it, once for all
+
+    def fail(code: int, message) -> NoReturn:
+        if not quiet:
+            print(f"{parser.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(code)
+
+    # A closed or full stdout/stderr (| head, > /dev/full) stops the printing, never the training.
+    with guarded_output():
+        previous = signal.signal(signal.SIGTERM, _stop_before_training)
+        try:
+            return _train(args, fail)
+        except (KeyboardInterrupt, _Stopped) as stop:
+            signum = stop.args[0] if isinstance(stop, _Stopped) else signal.SIGINT
+            fail(128 + signum, f"stopped by {signal.Signals(signum).name} before the first step: no step "
+                                      "was trained, no checkpoint written")
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            if dist.is_available() and dist.is_initialized():
+                dist.destroy_process_group()
+
+
+def _train(args, fail) -> int:
+    """Build the Trainer and run it; every refusal and fault is one line (``fail``) and an exit code."""
+    try:  # (a signal from here on: run() stops at a step boundary with a checkpoint saved)
         cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)})
         trainer = Trainer(cfg, args.out, resume=args.resume, progress=not args.no_progress,
                           overwrite=args.overwrite, allow_config_change=args.allow_config_change)
     except (ValueError, TypeError) as err:
-        parser.error(str(err))
-    except KeyboardInterrupt:
-        parser.exit(130, f"{parser.prog}: interrupted before the first step; nothing was changed\n")
+        fail(2, err)
     except RunError as err:  # the folder could not be written (disk full, no permission)
-        parser.exit(1, f"{parser.prog}: error: {err}\n")
-    except OSError as err:  # no checkpoint to resume; or --out is a file, under one, not writable
-        resuming = args.resume and isinstance(err, FileNotFoundError)
-        parser.error(f"{err} (nothing to resume)" if resuming else
-                     f"cannot use --out {args.out}: {err.strerror or err}")
+        fail(1, err)
+    except OSError as err:  # --out is a file, under one, or not writable
+        fail(2, f"cannot use --out {args.out}: {describe(err)}")
     try:
         records = trainer.run()
-    except RunError as err:  # disk full or no permission mid-run: the last checkpoint is intact
-        parser.exit(1, f"{parser.prog}: error: {err}\n")
+    except RunError as err:  # disk full, no permission, a loss gone NaN: the last checkpoint is intact
+        fail(1, err)
+    except RuntimeError as err:
+        if not _out_of_memory(err):
+            raise
+        kept = trainer.folder.kept() if trainer.folder else "the last checkpoint is kept"
+        fail(1, f"out of memory at step {trainer.step + 1} ({str(err).strip().splitlines()[0][:120]}); "
+                       f"{kept}; lower --batch-size or raise --accum")
     finally:
         trainer.close()
     if trainer.interrupted is not None:  # SIGINT/SIGTERM: a checkpoint was saved, one line said so
@@ -139,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         trainer.say(f"step {last['step']}: loss {last['loss']:.4f}"
                     + (f", val {last['val_loss']:.4f}" if "val_loss" in last else "")
                     + f"; checkpoint {args.out / CHECKPOINT}")
-    if trainer.distributed:
-        dist.destroy_process_group()
     return 0
+
+
+def _out_of_memory(err: RuntimeError) -> bool:
+    """torch's out-of-memory errors: CUDA's OutOfMemoryError, the CPU allocator's RuntimeError."""
+    return isinstance(err, torch.OutOfMemoryError) or "can't allocate memory" in str(err)

@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from lecture_utils.console import describe
 from lecture_utils.data import data_dir, load_tokens, sample_windows
 from lecture_utils.device import seed_all
 from lecture_utils.dtypes import lookup
@@ -28,15 +29,22 @@ from lecture_utils.flops import transformer_flops
 from lecture_utils.models import GPT, GPTConfig, get_config
 from lecture_utils.optim import AdamW
 from lecture_utils.train.checkpoint import (
-    CHECKPOINT,
     load_checkpoint,
     read_checkpoint,
     rng_state,
     save_checkpoint,
 )
 from lecture_utils.train.config import TrainConfig
-from lecture_utils.train.resolve import launched_by_torchrun, start_process
-from lecture_utils.train.run import LOG, SUMMARY, RunFolder, payload_digest
+from lecture_utils.train.resolve import check_fits, launched_by_torchrun, start_process
+from lecture_utils.train.run import (
+    CHECKPOINT,
+    LOG,
+    SUMMARY,
+    RunError,
+    RunFolder,
+    check_out,
+    payload_digest,
+)
 
 # What --resume compares with the checkpoint's run (besides the model's shape): a change is
 # refused unless allow_config_change (then warned about and logged). --steps may grow.
@@ -112,6 +120,10 @@ def train_step(model, optimizer, batches, lr: float, clip: float, scaler=None) -
 # --- the machinery ------------------------------------------------------------------
 
 
+class LossNotFinite(RunError):
+    """The loss became inf or NaN: the run stops (exit 1) and keeps its last finite checkpoint."""
+
+
 class _Autocast(torch.nn.Module):
     """Runs the model's forward under ``torch.autocast`` (the backward follows its dtypes)."""
 
@@ -150,7 +162,7 @@ class Trainer:
                  model_overrides: dict | None = None, train_data=None, val_data=None, echo=print,
                  overwrite: bool = False, allow_config_change: bool = False):
         cfg.validate()
-        self.cfg, self.out, self.progress, self.echo = cfg, Path(out), progress, echo
+        self.cfg, self.out, self.progress, self.echo = cfg, check_out(out), progress, echo
         if cfg.zero1 and not launched_by_torchrun():
             raise ValueError("--zero1 shards optimizer state across processes: launch with torchrun")
         process = start_process(cfg.device)  # cuda:N made current, then NCCL under torchrun
@@ -169,18 +181,17 @@ class Trainer:
         if self.micro % self.world:
             raise ValueError(f"micro-batch {self.micro} is not divisible by {self.world} processes")
         self.accum = cfg.accum
-        tokens = data_dir() / "tokens"  # read now, so that a LECTURE_DATA set after import counts
-        vocab = self.model_cfg.vocab_size  # a sidecar with a larger vocabulary is refused in one line
-        self.train_data = train_data if train_data is not None else load_tokens(tokens / "train.bin",
-                                                                                vocab_size=vocab)
-        self.val_data = val_data if val_data is not None else load_tokens(tokens / "val.bin", vocab_size=vocab)
+        check_fits(self.model_cfg, self.micro // self.world, self.seq_len, device, batch_size=cfg.batch_size,
+                   accum=cfg.accum)  # before anything is allocated
+        self.train_data = train_data if train_data is not None else self._tokens("train")
+        self.val_data = val_data if val_data is not None else self._tokens("val")
 
         self.optimizer_name = cfg.optimizer or ("fused" if device.type == "cuda" else "lecture")
         if self.optimizer_name == "fused" and device.type != "cuda":
             raise ValueError("the fused AdamW runs on CUDA only; use --optimizer lecture")
         self.config_change: dict | None = None  # --allow-config-change: goes into the next log record
         if resume:  # another model or other settings are refused before anything is built
-            self._check_resume(read_checkpoint(Path(out) / CHECKPOINT), allow_config_change)
+            self._check_resume(self._resume_payload(), allow_config_change)
 
         model = GPT(self.model_cfg).to(device)
         self.raw_model = model
@@ -209,32 +220,86 @@ class Trainer:
         self.peak_source = "given by --peak-flops" if cfg.peak_flops else None  # what MFU divides by
         self.saved_step: int | None = None  # the step of the checkpoint on disk
         self.logged: list[dict] = []  # the log's records kept on resume
-        self.interrupted: int | None = None  # the signal that stopped run()
+        self.requested: int | None = None  # the first SIGINT/SIGTERM this process received
+        self.interrupted: int | None = None  # the signal that stopped run(), agreed by every rank
+        self.log_error: RunError | None = None  # rank 0's failed append, raised once every rank knows
         # rank 0 owns --out: the lock, the log, the checkpoints (lecture_utils/train/run.py)
         self.folder = RunFolder(self.out, echo=self.say) if self.rank == 0 else None
         try:
-            if self.folder:
-                self.folder.acquire()
-                self.folder.clean_stale_temporaries()
+            self._agree(self._open_folder(resume, overwrite))
             if resume:
-                self.step = load_checkpoint(self.out / CHECKPOINT, self.raw_model, self.optimizer,
-                                            generator=self.generator)
-                if self.step > cfg.steps:
-                    raise ValueError(f"checkpoint is at step {self.step}, beyond --steps {cfg.steps}")
-                self.saved_step = self.step
-                if self.folder:
-                    self.logged = self.folder.clean_log(self.step)  # torn last line dropped, atomic
-            elif self.folder:
-                if overwrite:
-                    moved = self.folder.move_aside()
-                    if moved:
-                        self.say(f"--overwrite: moved the previous run to {moved}")
-                else:
-                    self.folder.refuse_existing(CHECKPOINT)
-                self.folder.write(LOG, "", what="start the log")
+                self._load(self.out / CHECKPOINT)
         except BaseException:
             self.close()
             raise
+
+    def _tokens(self, split: str):
+        """The split's token file, checked against the model's vocabulary; errors name the file."""
+        path = data_dir() / "tokens" / f"{split}.bin"  # read now, so that a LECTURE_DATA set after import counts
+        try:
+            return load_tokens(path, vocab_size=self.model_cfg.vocab_size)  # a larger vocabulary: refused
+        except OSError as err:  # missing (its message says what to run), unreadable: names the file
+            reason = f"{describe(err)}: {err.filename or path}" if err.strerror else str(err)
+            raise ValueError(f"cannot read the {split} tokens: {reason}") from None
+
+    def _resume_payload(self) -> dict:
+        path = self.out / CHECKPOINT
+        if not path.is_file():
+            raise ValueError(RunFolder(self.out).nothing_to_resume())
+        return read_checkpoint(path)  # a file it cannot use: one ValueError naming it and why
+
+    def _open_folder(self, resume: bool, overwrite: bool) -> BaseException | None:
+        """Rank 0 takes --out: its lock, stale temporaries, the previous run (moved aside with
+        --overwrite, refused without --resume) and a fresh log. Returns what refused it, if anything."""
+        if self.folder is None:
+            return None
+        try:
+            if overwrite:
+                self.folder.refuse_foreign()  # before the lock: a folder holding anything else stays as it is
+            self.folder.acquire()
+            self.folder.clean_stale_temporaries()
+            if resume:
+                return None
+            if overwrite:
+                moved = self.folder.move_aside()
+                if moved:
+                    self.say(f"--overwrite: moved the previous run to {moved}")
+            else:
+                self.folder.refuse_existing()
+            self.folder.write(LOG, "", what="start the log")
+        except (ValueError, RunError, OSError) as err:
+            return err
+        return None
+
+    def _agree(self, error: BaseException | None) -> None:
+        """What only rank 0 did (opening --out, writing a checkpoint), told to every rank: a failure
+        ends them all with the same error (its one line printed by rank 0 only, see cli.py)."""
+        if self.distributed:
+            outcome = [None if error is None else (isinstance(error, RunError), str(error))]
+            dist.broadcast_object_list(outcome, src=0)
+            if error is None and outcome[0] is not None:
+                error = (RunError if outcome[0][0] else ValueError)(outcome[0][1])
+        if error is not None:
+            raise error
+
+    def _load(self, path: Path) -> None:
+        """Resume: weights, optimizer, step and every RNG from ``path``; a checkpoint that does not fit
+        this model and optimizer is one ValueError naming the file (nothing is written before this)."""
+        try:
+            self.step = load_checkpoint(path, self.raw_model, self.optimizer, generator=self.generator)
+        except ValueError as err:
+            if str(path) in str(err):  # read_checkpoint's: it names the file already
+                raise
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ValueError(f"{path} cannot be loaded into this run: {reason[:300]}") from None
+        except (RuntimeError, KeyError, IndexError, TypeError, AttributeError) as err:
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ValueError(f"{path} cannot be loaded into this run's {self.cfg.config} model and optimizer: "
+                             f"{reason[:300]}") from None
+        self.saved_step = self.step
+        if self.folder:
+            self.folder.saved = self.step
+            self.logged = self.folder.clean_log(self.step)  # torn last line dropped, atomic
 
     # -- helpers
 
@@ -255,6 +320,9 @@ class Trainer:
         settings are refused unless ``allow_change`` (then one warning, and logged)."""
         extra = payload.get("extra") if isinstance(payload.get("extra"), dict) else {}
         path = self.out / CHECKPOINT
+        if payload["step"] > self.cfg.steps:  # --steps is the run's total: fewer than done is no setting change
+            raise ValueError(f"{path} is at step {payload['step']}, beyond --steps {self.cfg.steps} (the run's total "
+                             f"number of steps): pass --steps {payload['step']} or more to continue it")
         saved_model, model = extra.get("config"), json.loads(json.dumps(dataclasses.asdict(self.model_cfg)))
         if isinstance(saved_model, dict):  # math and SDPA attention compute the same model: either resumes
             saved_model = {k: v for k, v in saved_model.items() if k != "attention"}
@@ -281,16 +349,17 @@ class Trainer:
 
     @contextlib.contextmanager
     def _stop_on_signals(self):
-        """SIGINT/SIGTERM end the loop after the current step (run() saves a checkpoint); a second
-        one interrupts at once. Only in the main thread of a single-process run."""
-        if self.distributed or threading.current_thread() is not threading.main_thread():
+        """SIGINT/SIGTERM ask the loop to stop after the current step, where run() saves a checkpoint;
+        further signals are held (ignored) until then, so a second Ctrl-C cannot lose the save.
+        Under torchrun, which forwards SIGTERM to every process, the ranks agree on the step
+        (``_sync_flags``). Handlers are installed in the main thread only (Python's rule)."""
+        if threading.current_thread() is not threading.main_thread():
             yield
             return
 
         def stop(signum, frame):
-            if self.interrupted is not None:
-                raise KeyboardInterrupt
-            self.interrupted = signum
+            if self.requested is None:
+                self.requested = signum
 
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
@@ -298,6 +367,18 @@ class Trainer:
         finally:
             for s, handler in old.items():
                 signal.signal(s, handler)
+
+    def _sync_flags(self) -> None:
+        """At a step boundary: every rank's stop request and rank 0's log failure, agreed by all
+        (the largest signal wins), so that every rank stops, or fails, at the same step."""
+        flags = [self.requested or 0, int(self.log_error is not None)]
+        if self.distributed:
+            t = torch.tensor(flags, device=self.device if self.device.type == "cuda" else "cpu")
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            flags = [int(x) for x in t.tolist()]
+        if flags[1]:
+            raise self.log_error or RunError("stopped: rank 0 could not append to the log")
+        self.interrupted = flags[0] or None
 
     def _mean(self, value: float) -> float:
         if not self.distributed:
@@ -380,9 +461,12 @@ class Trainer:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=cfg.steps, initial=self.step, desc="train", unit="step")
-        self._loop(records, peak, bar)
-        if bar is not None:
-            bar.close()
+        try:
+            self._sync_flags()  # a signal that came before the first step
+            self._loop(records, peak, bar)
+        finally:
+            if bar is not None:
+                bar.close()
         if self.interrupted is not None:
             if self.step != self.saved_step and self.step > 0:
                 self.save()
@@ -404,6 +488,8 @@ class Trainer:
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
             seconds = time.perf_counter() - start
+            if not math.isfinite(loss):  # the mean over the processes: every rank stops here
+                raise LossNotFinite(self._not_finite(loss))
             self.step += 1
             record = {"step": self.step, "loss": loss, "lr": lr, "grad_norm": norm,
                       "tokens_per_s": cfg.batch_size * self.seq_len / seconds,
@@ -414,12 +500,22 @@ class Trainer:
                 record["config_change"], self.config_change = self.config_change, None
             records.append(record)
             if self.folder:
-                self.folder.append(record)
+                try:
+                    self.folder.append(record)
+                except RunError as err:
+                    self.log_error = err
+            self._sync_flags()  # the signals and a failed append, agreed before anything is saved
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}")
             if (cfg.ckpt_every and self.step % cfg.ckpt_every == 0) or self.step == cfg.steps:
                 self.save()
+
+    def _not_finite(self, loss: float) -> str:
+        kept = self.folder.kept() if self.folder else "the last checkpoint is kept"
+        return (f"step {self.step + 1}: the loss is {loss} (not finite), so training stopped and nothing from it "
+                f"was saved; {kept}. Lower --lr (now {self.cfg.lr:g}): start over with --overwrite, or resume the "
+                "checkpoint with the lower --lr and --allow-config-change")
 
     def _write_summary(self, records: list[dict]) -> None:
         """``summary.json``: where the run ended and each process's optimizer-state bytes."""
@@ -445,16 +541,19 @@ class Trainer:
         return next((r.get("loss") for r in reversed(self.logged) if r["step"] == self.step), None)
 
     def save(self) -> None:
-        """Rank 0 writes the checkpoint (ZeRO-1 first gathers the optimizer's shards there)."""
+        """Rank 0 writes the checkpoint (ZeRO-1 first gathers the optimizer's shards there); every
+        rank learns whether it could (a full disk ends them all)."""
         if self.cfg.zero1:
             self.optimizer.consolidate_state_dict(to=0)
+        error = None
         if self.rank == 0:
             model_state, optimizer_state = self.raw_model.state_dict(), self.optimizer.state_dict()
             digest = payload_digest(model_state, optimizer_state, self.step, rng_state(self.generator))
-            self.folder.save(save_checkpoint, self.out / CHECKPOINT, self.step, self.saved_step,
-                             self.raw_model, self.optimizer, self.step, generator=self.generator,
-                             config=dataclasses.asdict(self.model_cfg), train=dataclasses.asdict(self.cfg),
-                             resolved=self._resolved(), sha256=digest)
+            try:
+                self.folder.save(save_checkpoint, self.step, self.raw_model, self.optimizer, self.step,
+                                 generator=self.generator, config=dataclasses.asdict(self.model_cfg),
+                                 train=dataclasses.asdict(self.cfg), resolved=self._resolved(), sha256=digest)
+            except RunError as err:
+                error = err
+        self._agree(error)
         self.saved_step = self.step
-        if self.distributed:
-            dist.barrier()

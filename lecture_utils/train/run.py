@@ -12,7 +12,6 @@ checkpoint the Trainer writes; ``read_checkpoint`` checks it.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import hashlib
 import json
@@ -22,20 +21,21 @@ from pathlib import Path
 
 import torch
 
-LOCK = ".lock"
+from lecture_utils.console import describe
+
+# A run's own files in --out: what --overwrite moves aside (the lock stays: this trainer holds it).
+CHECKPOINT = "checkpoint.pt"
 LOG = "log.jsonl"
 SUMMARY = "summary.json"
+CURVES = "curves.png"
+LOCK = ".lock"
+RUN_FILES = (CHECKPOINT, LOG, SUMMARY, CURVES, LOCK)
 _TMP = re.compile(r"^\..+\.tmp-(\d+)$")  # .checkpoint.pt.tmp-PID, .log.jsonl.tmp-PID, ...
+_PREVIOUS = re.compile(r"previous-\d+")
 
 
 class RunError(RuntimeError):
     """A fault while the run writes its files (disk full, no permission): one line, exit 1."""
-
-
-def describe(err: OSError) -> str:
-    """``No space left on device [ENOSPC]``: the reason and the errno's name."""
-    name = errno.errorcode.get(err.errno or 0)
-    return f"{err.strerror or err}" + (f" [{name}]" if name else "")
 
 
 def os_error_in(err: BaseException) -> OSError | None:
@@ -129,12 +129,36 @@ def read_log(path: Path) -> tuple[list[dict], str | None]:
     return records, note
 
 
+def _checkout() -> Path | None:
+    """The source checkout this package runs from, if any (a wheel install has none)."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "pyproject.toml").is_file() and (root / "lecture_utils").is_dir() else None
+
+
+def check_out(out: str | Path) -> Path:
+    """``--out`` must name a folder of the run's own: not empty, not the current directory, the
+    filesystem root, the home directory or a folder that holds the checkout (one line, ValueError)."""
+    if not str(out).strip():
+        raise ValueError("--out is empty: name a folder for the run, e.g. --out runs/tiny")
+    path = Path(out).expanduser().resolve()
+    named = {Path.cwd().resolve(): "the current directory", Path(path.anchor): "the filesystem root",
+             Path.home().resolve(): "the home directory"}
+    what = named.get(path)
+    checkout = _checkout()
+    if what is None and checkout is not None and (path == checkout or path in checkout.parents):
+        what = f"a folder that holds the checkout ({checkout})"
+    if what:
+        raise ValueError(f"--out {out} is {what}: a run needs a folder of its own, e.g. --out runs/tiny")
+    return Path(out)
+
+
 class RunFolder:
     """``--out`` for one trainer process (rank 0): lock, history, log and safe saves."""
 
     def __init__(self, out: str | Path, *, echo=print):
         self.out, self.echo = Path(out), echo
         self._lock = None
+        self.saved: int | None = None  # the step of the checkpoint on disk, for messages that say so
 
     # -- ownership
 
@@ -177,22 +201,50 @@ class RunFolder:
 
     # -- history
 
-    def holdings(self, checkpoint: str) -> list[str]:
+    def holdings(self) -> list[str]:
         """What a previous run left here: its checkpoint, a non-empty log, a summary."""
-        held = [n for n in (checkpoint, SUMMARY) if (self.out / n).exists()]
+        held = [n for n in (CHECKPOINT, SUMMARY) if (self.out / n).exists()]
         if (self.out / LOG).exists() and (self.out / LOG).stat().st_size:
-            held.insert(1 if checkpoint in held else 0, LOG)
+            held.insert(1 if CHECKPOINT in held else 0, LOG)
         return held
 
-    def refuse_existing(self, checkpoint: str) -> None:
-        held = self.holdings(checkpoint)
-        if held:
+    def refuse_existing(self) -> None:
+        held = self.holdings()
+        if CHECKPOINT in held:
             raise ValueError(f"--out {self.out} already holds a run ({', '.join(held)}): continue it with "
                              "--resume, or start over with --overwrite (moves it aside, deletes nothing)")
+        if held:
+            raise ValueError(f"--out {self.out} holds a run that stopped before its first checkpoint "
+                             f"({', '.join(held)}): there is nothing to resume; start over with --overwrite "
+                             "(moves it aside, deletes nothing)")
+
+    def nothing_to_resume(self) -> str:
+        """Why --resume finds no checkpoint here, and what to do instead."""
+        held = self.holdings()
+        if held:
+            return (f"nothing to resume: {self.out} has no {CHECKPOINT}, only {', '.join(held)} of a run that "
+                    "stopped before its first checkpoint; start over with --overwrite (moves it aside)")
+        return f"nothing to resume: no {self.out / CHECKPOINT}; start a new run without --resume"
+
+    def foreign(self) -> list[str]:
+        """What is here besides a run's own files, their temporaries and earlier previous-N folders."""
+        if not self.out.is_dir():
+            return []
+        return sorted(p.name for p in self.out.iterdir()
+                      if p.name not in RUN_FILES and not _TMP.match(p.name) and not _PREVIOUS.fullmatch(p.name))
+
+    def refuse_foreign(self) -> None:
+        """--overwrite moves a run's own files only: a folder holding anything else is refused as it is."""
+        other = self.foreign()
+        if other:
+            shown = ", ".join(other[:3]) + (f" and {len(other) - 3} more" if len(other) > 3 else "")
+            raise ValueError(f"--overwrite moves only a run's own files ({', '.join(RUN_FILES[:4])}), but "
+                             f"{self.out} also holds {shown}: nothing was moved; use a folder of the run's own")
 
     def move_aside(self) -> Path | None:
-        """Move everything but the lock and earlier ``previous-N`` folders into ``previous-N``."""
-        items = [p for p in self.out.iterdir() if p.name != LOCK and not re.fullmatch(r"previous-\d+", p.name)]
+        """Move the previous run's own files into ``previous-N`` (nothing else is touched)."""
+        self.refuse_foreign()  # again, under the lock
+        items = [self.out / n for n in RUN_FILES if n != LOCK and (self.out / n).exists()]
         if not items:
             return None
         n = 1
@@ -219,14 +271,22 @@ class RunFolder:
         self.write(LOG, "".join(json.dumps(r) + "\n" for r in kept), what="rewrite the log")
         return kept
 
+    def kept(self) -> str:
+        """What a failure leaves, in words that are true: the last checkpoint, or that there is none."""
+        if self.saved is None:
+            return "no checkpoint has been saved yet"
+        return f"the checkpoint at step {self.saved} is intact"
+
     def append(self, record: dict) -> None:
         """One line per record, appended with one write."""
         try:
             with open(self.out / LOG, "a") as f:
                 f.write(json.dumps(record) + "\n")
         except OSError as err:
+            then = ("free the space or fix the folder, then --resume" if self.saved is not None
+                    else "free the space or fix the folder, then start over with --overwrite")
             raise RunError(f"cannot append step {record.get('step')} to {self.out / LOG}: {describe(err)}; "
-                           "the checkpoint is intact: free the space or fix the folder, then --resume") from None
+                           f"{self.kept()}: {then}") from None
 
     def write(self, name: str, text: str, *, what: str) -> None:
         try:
@@ -236,9 +296,10 @@ class RunFolder:
 
     # -- checkpoints
 
-    def save(self, save, path: Path, step: int, previous: int | None, *args, **kwargs) -> None:
-        """``save(path, *args, **kwargs)`` (the lesson's save_checkpoint), with its temporary file
-        removed on every failure path and an OSError turned into one line (RunError)."""
+    def save(self, save, step: int, *args, **kwargs) -> None:
+        """``save(OUT/checkpoint.pt, *args, **kwargs)`` (the lesson's save_checkpoint), with its
+        temporary file removed on every failure path and an OSError turned into one line (RunError)."""
+        path = self.out / CHECKPOINT
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         try:
             save(path, *args, **kwargs)
@@ -248,7 +309,6 @@ class RunFolder:
             cause = os_error_in(err)
             if cause is None or isinstance(err, KeyboardInterrupt | SystemExit):
                 raise
-            kept = (f"the checkpoint at step {previous} is intact" if previous is not None
-                    else "no earlier checkpoint existed")
-            raise RunError(f"cannot save the step-{step} checkpoint to {path}: {describe(cause)}; {kept}"
-                           ) from None
+            raise RunError(f"cannot save the step-{step} checkpoint to {path}: {describe(cause)}; "
+                           f"{self.kept()}") from None
+        self.saved = step
