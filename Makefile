@@ -11,7 +11,7 @@ KERNEL := pytorch-resource-accounting
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 LAB_ARGS ?=
 
-.PHONY: help setup lab test unit nbval run regen export lint bench data corpus gpu-check gpu-rehearsal clean \
+.PHONY: help setup lab test test-slow unit nbval run regen export lint bench data corpus gpu-check gpu-rehearsal clean \
 	site slides site-check
 
 help:  ## list the targets
@@ -52,12 +52,15 @@ XDIST_ENV := OMP_NUM_THREADS=1
 XDIST_DIST := --dist loadscope --no-loadscope-reorder
 
 test: $(STAMP)  ## set up, then unit tests + nbval of every notebook (strict)
-	$(XDIST_ENV) $(BIN)/python -m pytest tests $(NOTEBOOKS) -m "not site" -n auto $(XDIST_DIST) \
+	$(XDIST_ENV) $(BIN)/python -m pytest tests $(NOTEBOOKS) -m "not site and not slow" -n auto $(XDIST_DIST) \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		--nbval-cell-timeout 120
 
+test-slow: $(STAMP)  ## the slow multi-process fault tests (torchrun, real signals, closed pipes); CI runs them
+	$(XDIST_ENV) $(BIN)/python -m pytest tests -m slow -n auto $(XDIST_DIST)
+
 unit: $(STAMP)  ## unit tests only
-	$(XDIST_ENV) $(BIN)/python -m pytest tests -m "not site" -n auto $(XDIST_DIST)
+	$(XDIST_ENV) $(BIN)/python -m pytest tests -m "not site and not slow" -n auto $(XDIST_DIST)
 
 nbval: $(STAMP)  ## nbval only
 	$(XDIST_ENV) $(BIN)/python -m pytest $(NOTEBOOKS) -n auto $(XDIST_DIST) \

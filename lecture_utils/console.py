@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import signal
 import sys
 
 
@@ -71,3 +72,24 @@ def describe(err: OSError) -> str:
 def closed_pipe(err: OSError | None) -> bool:
     """True for the error a reader that went away gives (``| head``): not worth a word."""
     return err is not None and err.errno == errno.EPIPE
+
+
+@contextlib.contextmanager
+def leave_on_signals(prog: str):
+    """While a command line starts (torch loading), SIGINT and SIGTERM end it at once with one line.
+
+    Nothing has been written yet, and a KeyboardInterrupt raised inside an import can leave a
+    half-built module behind it (numpy's, say) and a traceback from whatever trips over it next.
+    """
+
+    def leave(signum, frame):
+        print(f"{prog}: stopped by {signal.Signals(signum).name} while starting; nothing was changed",
+              file=sys.stderr, flush=True)
+        os._exit(128 + signum)
+
+    handlers = {s: signal.signal(s, leave) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in handlers.items():
+            signal.signal(s, handler)

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import sys
@@ -28,6 +29,7 @@ import numpy as np
 import torch
 
 from lecture_utils import validate
+from lecture_utils.console import describe
 from lecture_utils.device import get_device
 
 DATA_ENV_VAR = "LECTURE_DATA"  # a folder holding tokenizer.json and tokens/, to use other data
@@ -117,7 +119,11 @@ def write_tokens(path: str | Path, tokens: np.ndarray, vocab_size: int, **extra)
     if tokens.size and (tokens.min() < 0 or tokens.max() >= vocab_size):
         raise ValueError(f"token ids must be in [0, {vocab_size}), got [{tokens.min()}, {tokens.max()}]")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tokens.astype(TOKEN_DTYPE).tofile(path)
+    try:
+        with open(path, "wb") as f:  # (ndarray.tofile's error names neither the file nor the errno)
+            f.write(tokens.astype(TOKEN_DTYPE).tobytes())
+    except OSError as err:
+        raise OSError(err.errno, err.strerror or str(err), str(path)) from None
     meta = {"dtype": "uint16", "byte_order": "little", "vocab_size": vocab_size,
             "n_tokens": int(tokens.size), "sha256": sha256_of(path), **extra}
     path.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -277,7 +283,12 @@ def train_tokenizer(corpus_dir: Path, vocab_size: int, out: Path):
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train([str(f) for f in sorted(corpus_dir.glob("*.txt"))], trainer)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tok.save(str(out))
+    try:
+        tok.save(str(out))
+    except Exception as err:  # tokenizers reports a failed write as its own Exception, "... (os error 28)"
+        found = re.search(r"os error (\d+)", str(err))
+        code = int(found[1]) if found else 0
+        raise OSError(code, os.strerror(code) if code else str(err), str(out)) from None
     return tok
 
 
@@ -287,6 +298,7 @@ def train_tokenizer(corpus_dir: Path, vocab_size: int, out: Path):
 # A failure or kill before the marker leaves the old files untouched (the next `prepare`
 # removes the stale staging folder); a kill during the renames (a few microseconds) is
 # finished by the next `prepare`, which moves the rest of the verified files in first.
+MIN_VOCAB = 256 + 1  # every byte, and the one special token (EOT)
 PREPARED_FILES = ("tokens/train.bin", "tokens/train.json", "tokens/val.bin", "tokens/val.json", "tokenizer.json")
 STAGING_PREFIX = ".prepare-"
 COMMIT_MARKER = "COMMITTING"
@@ -305,7 +317,9 @@ def prepare(folder: str | Path | None = None, vocab_size: int = 8192, val_every:
     line when an interrupted earlier ``prepare`` is cleaned up or finished.
     """
     folder = Path(folder) if folder is not None else data_dir()
-    vocab_size = validate.integer(vocab_size, "vocab_size (uint16 holds 65,536 ids)", high=65536)
+    # byte-level BPE: its 256 byte tokens and <|endoftext|> come first; uint16 holds 65,536 ids
+    vocab_size = validate.integer(vocab_size, "vocab_size (256 bytes + <|endoftext|> at least; uint16 holds "
+                                  "65,536 ids)", low=MIN_VOCAB, high=65536)
     val_every = validate.integer(val_every, "val_every")
     docs = _documents(folder / "corpus")  # no corpus: fails here, before anything is written
     with _exclusive(folder):
@@ -442,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         parser.exit(130, f"{parser.prog}: interrupted (the existing files are unchanged)\n")
     except OSError as err:  # no corpus; disk full, read-only, another prepare: nothing replaced
-        what = f"{err.strerror}: {err.filename}" if err.strerror and err.filename else str(err)
+        what = f"{describe(err)}: {err.filename}" if err.strerror and err.filename else str(err)
         parser.exit(2, f"{parser.prog}: error: {what} (the existing files are unchanged)\n")
     for split, meta in result.items():
         print(f"{split}: {meta['n_tokens']:,} tokens, vocab {meta['vocab_size']}, sha256 {meta['sha256']}")

@@ -441,10 +441,6 @@ STAGES = _stages()
 # --- the parent: one fresh process per stage, the report rewritten after each ----------------
 
 
-class _Stopped(Exception):
-    """SIGINT or SIGTERM reached the parent: stop the running stage, write the report, exit."""
-
-
 def _write_atomically(path: Path, text: str) -> None:
     """A sibling temporary file, flushed to disk, then os.replace: a reader sees the old file or the new."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
@@ -476,6 +472,8 @@ class Check:
         self.args, self.names = args, names
         self.began = time.monotonic()
         self.logs: dict[str, str] = {}
+        self.child: subprocess.Popen | None = None  # the running stage's process
+        self.stopped: int | None = None  # the signal that stopped the check
         self.reference = args.reference.read_text(encoding="utf-8")
         cuda = args.device == "cuda"
         self.report = {
@@ -493,18 +491,25 @@ class Check:
 
     def run(self) -> int:
         self.write()  # a valid report before the first stage, should the run die at once
-        try:
-            for name in self.names:
-                if self.elapsed() >= self.args.deadline:
-                    for later in self.names[self.names.index(name):]:
-                        self.report["stages"][later]["status"] = NOT_STARTED
-                        self.report["stages"][later]["reason"] = f"past the --deadline of {self.args.deadline:g} s"
-                    break
-                self.run_stage(name)
-        except _Stopped as stop:
-            self.finish(f"stopped by {stop.args[0]}")
-            return 128 + signal.Signals[stop.args[0]].value
+        for name in self.names:
+            if self.stopped is not None:
+                break
+            if self.elapsed() >= self.args.deadline:
+                for later in self.names[self.names.index(name):]:
+                    self.report["stages"][later]["reason"] = f"past the --deadline of {self.args.deadline:g} s"
+                break
+            self.run_stage(name)
+        if self.stopped is not None:
+            self.finish(f"stopped by {signal.Signals(self.stopped).name}")
+            return 128 + self.stopped
         return self.finish()
+
+    def stop(self, signum: int) -> None:
+        """SIGINT/SIGTERM (a signal handler): stop the running stage's processes; start no other."""
+        if self.stopped is None:
+            self.stopped = signum
+        if self.child is not None:
+            self._kill(self.child)
 
     def run_stage(self, name: str) -> None:
         row = self.report["stages"][name]
@@ -516,9 +521,11 @@ class Check:
         command = [sys.executable, str(Path(__file__).resolve()), "--stage", name, "--device", self.args.device]
         start = time.monotonic()
         # Its own session: a timeout or a signal stops the stage's whole process tree (spawned workers too).
-        child = subprocess.Popen(command + (["--quick"] if self.args.quick else []), cwd=ROOT, env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                                 start_new_session=True)
+        self.child = child = subprocess.Popen(command + (["--quick"] if self.args.quick else []), cwd=ROOT,
+                                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                              errors="replace", start_new_session=True)
+        if self.stopped is not None:  # a signal came before the handler could see this child
+            self._kill(child)
         row.update(status="running", started_at_s=round(start - self.began, 1), pid=child.pid)
         self.write()
         try:
@@ -528,12 +535,10 @@ class Check:
             self._kill(child)
             output, _ = child.communicate()
             status, reason = "timed out", f"stopped after {limit:.0f} s (--stage-limit, or --deadline + --grace)"
-        except _Stopped as stop:
-            self._kill(child)
-            output, _ = child.communicate()
-            self._record(name, row, output, start, "stopped", f"the check was stopped by {stop.args[0]}")
-            raise
-        if status is None:
+        self.child = None
+        if self.stopped is not None:
+            status, reason = "stopped", f"the check was stopped by {signal.Signals(self.stopped).name}"
+        elif status is None:
             status, reason = self._status(child.returncode, output, row)
         self._record(name, row, output, start, status, reason)
 
@@ -771,11 +776,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     check = Check(args, [n for n in STAGES if not args.only or n in args.only], torch.__version__, torch.version.cuda)
 
-    def stop(signum, frame):
-        raise _Stopped(signal.Signals(signum).name)
-
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, stop)
+        signal.signal(sig, lambda signum, frame: check.stop(signum))
     return check.run()
 
 

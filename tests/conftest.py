@@ -25,6 +25,8 @@ def pytest_configure(config):
                                        "(its own xdist loadscope unit), scheduled first under xdist")
     config.addinivalue_line("markers", "site: builds the site or the decks, or drives Chromium; run by "
                                        "`make site-check` (and CI), not by `make test`")
+    config.addinivalue_line("markers", "slow: a slow multi-process fault test (torchrun, real signals, closed "
+                                       "pipes); run by `make test-slow` (and CI), not by `make test`")
 
 
 def _rank(item) -> int:

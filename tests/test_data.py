@@ -217,8 +217,8 @@ def test_lecture_data_overrides_the_data_folder(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--vocab-size", "70000"], "vocab_size (uint16 holds 65,536 ids) must be in [1, 65536], got 70000"),
-    (["--vocab-size", "0"], "vocab_size (uint16 holds 65,536 ids) must be in [1, 65536], got 0"),
+    (["--vocab-size", "70000"], "vocab_size (256 bytes + <|endoftext|> at least; uint16 holds 65,536 ids) must be in [257, 65536], got 70000"),
+    (["--vocab-size", "0"], "vocab_size (256 bytes + <|endoftext|> at least; uint16 holds 65,536 ids) must be in [257, 65536], got 0"),
     ([], "no .txt files in"),
 ])
 def test_prepare_cli_gives_one_line_errors(tmp_path, capsys, argv, message):

@@ -126,8 +126,47 @@ def test_a_full_disk_midway_leaves_the_old_files(prepared, monkeypatch, capsys, 
         data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "400"])
     line = one_line(capsys.readouterr().err)
     assert exit_.value.code == 2
-    assert line.startswith("python -m lecture_utils.data: error: No space left on device: ")
+    assert line.startswith("python -m lecture_utils.data: error: No space left on device [ENOSPC]: ")
     assert line.endswith("(the existing files are unchanged)") and str(prepared / STAGING_PREFIX) in line
+    assert hashes(prepared) == before and staging_folders(prepared) == []
+
+
+def test_a_full_disk_inside_a_token_write_names_the_file_and_the_errno(prepared, monkeypatch, capsys):
+    """The write itself fails (numpy's tofile said only '455403 requested and 178176 written')."""
+    before = hashes(prepared)
+
+    class Full:
+        def __init__(self, path, mode):
+            self.path = path
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(data_mod, "open", Full, raising=False)
+    with pytest.raises(SystemExit) as exit_:
+        data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "400"])
+    line = one_line(capsys.readouterr().err)
+    assert exit_.value.code == 2 and line.startswith("python -m lecture_utils.data: error: No space left on device "
+                                                     "[ENOSPC]: ")
+    assert line.endswith("tokens/train.bin (the existing files are unchanged)")
+    assert hashes(prepared) == before and staging_folders(prepared) == []
+
+
+@pytest.mark.parametrize("vocab", ["1", "256", "-3"])
+def test_a_vocabulary_too_small_for_the_bytes_is_refused_before_anything_is_touched(prepared, capsys, vocab):
+    before = hashes(prepared)
+    with pytest.raises(SystemExit) as exit_:
+        data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", vocab])
+    assert exit_.value.code == 2
+    assert one_line(capsys.readouterr().err) == (
+        "python -m lecture_utils.data: error: vocab_size (256 bytes + <|endoftext|> at least; uint16 holds 65,536 "
+        f"ids) must be in [257, 65536], got {vocab}")
     assert hashes(prepared) == before and staging_folders(prepared) == []
 
 
@@ -141,7 +180,7 @@ def test_a_folder_without_write_permission_is_one_line(prepared, monkeypatch, ca
     with pytest.raises(SystemExit) as exit_:
         data_mod.main(["prepare", "--data-dir", str(prepared)])
     assert exit_.value.code == 2
-    assert one_line(capsys.readouterr().err) == (f"python -m lecture_utils.data: error: Permission denied: "
+    assert one_line(capsys.readouterr().err) == (f"python -m lecture_utils.data: error: Permission denied [EACCES]: "
                                                  f"{prepared} (the existing files are unchanged)")
     assert hashes(prepared) == before
 

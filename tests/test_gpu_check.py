@@ -293,6 +293,7 @@ class TestRehearsalSurvivesAKill:
         assert "===== 01_tensors_and_strides: passed in" in (out / "logs.txt").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.multiprocess
 class TestRehearsalStopsOnSignalAndTimeout:
     def test_sigterm_stops_the_stage_and_its_processes_and_says_so(self, tmp_path):

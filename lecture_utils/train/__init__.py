@@ -11,19 +11,29 @@ safe saves and their checksum). The package imports lecture_utils,
 never the reverse.
 """
 
-from lecture_utils.device import seed_all as seed_everything  # one seeding function, two names
-from lecture_utils.train.checkpoint import (
-    load_checkpoint,
-    read_checkpoint,
-    rng_state,
-    save_checkpoint,
-    set_rng_state,
-)
-from lecture_utils.train.cli import build_parser, main
-from lecture_utils.train.config import OPTIMIZERS, PRECISIONS, TrainConfig
-from lecture_utils.train.loop import Trainer, clip_grad_norm, cosine_lr, evaluate, train_step
-from lecture_utils.train.run import CHECKPOINT, LOG
+import importlib
 
-__all__ = ["CHECKPOINT", "LOG", "OPTIMIZERS", "PRECISIONS", "TrainConfig", "Trainer", "build_parser",
-           "clip_grad_norm", "cosine_lr", "evaluate", "load_checkpoint", "main", "read_checkpoint",
-           "rng_state", "save_checkpoint", "seed_everything", "set_rng_state", "train_step"]
+# Imported when first used: `python -m lecture_utils.train` loads torch only in its __main__, where a
+# Ctrl-C during the start is one line.
+_HOMES = {"seed_everything": ("lecture_utils.device", "seed_all"), "build_parser": "cli", "main": "cli",
+          "OPTIMIZERS": "config", "PRECISIONS": "config", "TrainConfig": "config",
+          "Trainer": "loop", "clip_grad_norm": "loop", "cosine_lr": "loop", "evaluate": "loop",
+          "train_step": "loop", "CHECKPOINT": "run", "LOG": "run", "load_checkpoint": "checkpoint",
+          "read_checkpoint": "checkpoint", "rng_state": "checkpoint", "save_checkpoint": "checkpoint",
+          "set_rng_state": "checkpoint"}
+__all__ = sorted(_HOMES)
+
+
+_MODULES = ("checkpoint", "cli", "config", "loop", "resolve", "run")
+
+
+def __getattr__(name: str):
+    if name in _MODULES:
+        return importlib.import_module(f"lecture_utils.train.{name}")
+    if name not in _HOMES:
+        raise AttributeError(f"module 'lecture_utils.train' has no attribute {name!r}")
+    home = _HOMES[name]
+    module, attr = home if isinstance(home, tuple) else (f"lecture_utils.train.{home}", name)
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value

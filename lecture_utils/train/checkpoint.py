@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import pickle
 import random
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +53,9 @@ def read_checkpoint(path: str | Path) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # a foreign pickle's protocol warning: the one line below says more
+            warnings.simplefilter("ignore")
+            payload = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
         if "GLOBAL" in str(err):  # it names a Python object (a function, a class) to rebuild
             raise ValueError(f"refusing to load {path}: it holds arbitrary pickled objects, which "

@@ -29,6 +29,7 @@ import torch.distributed as dist
 from lecture_utils.console import describe, guarded_output
 from lecture_utils.train.config import TrainConfig
 from lecture_utils.train.loop import Trainer
+from lecture_utils.train.resolve import launched_by_torchrun
 from lecture_utils.train.run import CHECKPOINT, CURVES, LOG, RunError, read_log
 
 _PLOTTED = ("step", "loss", "lr", "tokens_per_s")  # what every record must hold to be drawn
@@ -39,13 +40,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def _out(text: str) -> Path:
+    if not text.strip():  # Path("") would quietly mean the current directory
+        raise argparse.ArgumentTypeError("empty: name a folder for the run, e.g. --out runs/tiny")
+    return Path(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m lecture_utils.train",
                 description="Train the lecture's GPT (§8): seeds, warm-up + cosine LR, clipping, "
                             "accumulation, autocast, validation, atomic checkpoints, OOM recovery.",
                 epilog="python -m lecture_utils.train plot OUT  draws OUT/log.jsonl (loss, learning rate, "
                        "tokens/s) into OUT/curves.png")
-    p.add_argument("--out", type=Path, required=True, help="folder for checkpoint.pt and log.jsonl")
+    p.add_argument("--out", type=_out, required=True, help="folder for checkpoint.pt and log.jsonl")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     p.add_argument("--overwrite", action="store_true",
                    help="start over in an OUT that holds a run: moves it to OUT/previous-N/ (deletes nothing)")
@@ -123,9 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.resume and args.overwrite:
         parser.error("--resume continues the run in --out, --overwrite moves it aside: pass one of them")
+    torchrun = launched_by_torchrun()
     quiet = int(os.environ.get("RANK", "0") or 0) != 0  # under torchrun rank 0 says it, once for all
 
     def fail(code: int, message) -> NoReturn:
+        if torchrun:  # torchrun sends SIGTERM to the ranks still running once one exits: leave with `code`
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if not quiet:
             print(f"{parser.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(code)
@@ -140,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
             fail(128 + signum, f"stopped by {signal.Signals(signum).name} before the first step: no step "
                                       "was trained, no checkpoint written")
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            if signal.getsignal(signal.SIGTERM) is _stop_before_training:
+                signal.signal(signal.SIGTERM, previous)
             if dist.is_available() and dist.is_initialized():
                 dist.destroy_process_group()
 

@@ -512,10 +512,12 @@ class Trainer:
                 self.save()
 
     def _not_finite(self, loss: float) -> str:
-        kept = self.folder.kept() if self.folder else "the last checkpoint is kept"
-        return (f"step {self.step + 1}: the loss is {loss} (not finite), so training stopped and nothing from it "
-                f"was saved; {kept}. Lower --lr (now {self.cfg.lr:g}): start over with --overwrite, or resume the "
-                "checkpoint with the lower --lr and --allow-config-change")
+        lower = f"lower --lr (now {self.cfg.lr:g})"
+        then = (f"{lower} and start over with --overwrite" if self.saved_step is None else
+                f"{lower} and resume it with --allow-config-change, or start over with --overwrite")
+        return (f"step {self.step + 1}: the loss is {loss} (not finite), so training stopped there and saved "
+                f"nothing of it; " + (self.folder.kept() if self.folder else "the last checkpoint is kept")
+                + f": {then}")
 
     def _write_summary(self, records: list[dict]) -> None:
         """``summary.json``: where the run ended and each process's optimizer-state bytes."""
