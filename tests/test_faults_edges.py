@@ -21,6 +21,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from test_faults import (  # the in-process CLI and its fast flags (no peak benchmark)
+    FAST,
+    _main,
+    _step,
+)
 
 from lecture_utils import train
 from lecture_utils.train import loop
@@ -28,29 +33,13 @@ from lecture_utils.train import run as run_module
 from lecture_utils.train.resolve import check_fits
 
 ROOT = Path(__file__).resolve().parents[1]
-FAST = ["--batch-size", "4", "--seq-len", "32", "--warmup", "1", "--val-every", "0", "--no-progress",
-        "--peak-flops", "1e12"]  # a given peak: no CPU matmul benchmark at the start
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
-
-
-def _main(capsys, *args) -> tuple[int, list[str], list[str]]:
-    """train.main in-process: (exit code, stdout lines, stderr lines)."""
-    try:
-        code = train.main([*FAST, *args])
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out.strip().splitlines(), err.strip().splitlines()
 
 
 def _tree(folder: Path) -> dict[str, str]:
     """Every file under ``folder`` by relative path, with its sha256: to show that nothing changed."""
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def _step(out: Path) -> int:
-    return train.read_checkpoint(out / "checkpoint.pt")["step"]
 
 
 def _log_steps(out: Path) -> list[int]:
