@@ -11,7 +11,7 @@ KERNEL := pytorch-resource-accounting
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 LAB_ARGS ?=
 
-.PHONY: help setup lab test test-slow unit nbval run regen export lint bench data corpus gpu-check gpu-rehearsal clean \
+.PHONY: help setup lab test test-slow unit nbval run regen export lint wheel bench data corpus gpu-check gpu-rehearsal clean \
 	site slides site-check
 
 help:  ## list the targets
@@ -79,6 +79,10 @@ export: $(STAMP)  ## copy every `# @save` lesson cell into lecture_utils (the no
 lint: $(STAMP)  ## ruff over lecture_utils, tests, scripts, benchmarks and the notebooks' .py twins
 	$(BIN)/ruff check lecture_utils tests scripts benchmarks py_src
 
+wheel: $(STAMP)  ## dist/pytorch_resource_accounting-*.whl: the package and its data, for Colab and hosted Jupyter
+	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation . -w dist/
+	@ls dist/*.whl
+
 bench: $(STAMP)  ## speed benchmarks (by hand; not part of make test)
 	@for b in benchmarks/[a-z]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
@@ -108,4 +112,4 @@ gpu-rehearsal: $(STAMP)  ## the same stages on this CPU, as on the lent GPU mach
 	$(BIN)/python scripts/gpu_check.py --device cpu --out build/gpu-rehearsal
 
 clean:  ## remove build outputs (keeps .venv)
-	rm -rf build .pytest_cache .ruff_cache
+	rm -rf build dist .pytest_cache .ruff_cache

@@ -53,13 +53,18 @@ def _short(value) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def check(name: str, got, expected, rel: float = 0, abs: float = 0) -> None:  # noqa: A002
-    """Assert ``got`` equals ``expected`` (exactly, or within ``rel``/``abs``).
+def check(name: str, got, expected=None, rel: float = 0, abs: float = 0, *,  # noqa: A002
+          raises: type[BaseException] | None = None):
+    """Assert ``got`` equals ``expected`` (exactly, or within ``rel``/``abs``), and print one
+    ``✓ name: got`` line; or, with ``raises=``, that calling ``got`` raises that error
+    (``✓ name: raises Error``), returning the exception so its message can be shown.
 
-    Prints ``✓ name: got`` on success (for arrays compared with a tolerance, their
-    shape and dtype instead of digits that vary by machine); raises ``AssertionError`` showing both values
-    otherwise. Works for numbers, strings, tuples, numpy arrays and tensors.
+    For arrays compared with a tolerance it prints their shape and dtype instead of digits that
+    vary by machine. Works for numbers, strings, tuples, numpy arrays and tensors. A failed
+    check raises ``AssertionError`` showing both values.
     """
+    if raises is not None:
+        return _check_raises(name, raises, got)
     if not _close(got, expected, rel, abs):
         tol = f" (rel={rel}, abs={abs})" if rel or abs else " (exact)"
         raise AssertionError(
@@ -70,38 +75,14 @@ def check(name: str, got, expected, rel: float = 0, abs: float = 0) -> None:  # 
         shape = tuple(got.shape)
         print(f"{CHECK_MARK} {name}: {type(got).__name__} {shape} {got.dtype} "
               f"matches (rel={rel:g}, abs={abs:g})")
-        return
+        return None
     print(f"{CHECK_MARK} {name}: {_short(got)}")
+    return None
 
 
-def check_answer(name: str, answer, expected, rel: float = 0, abs: float = 0) -> bool:  # noqa: A002
-    """An exercise's check cell: tell the student whether ``answer`` is right; never raise.
-
-    ``...`` (the fill-in cell's placeholder) prints a "not answered yet" line, a wrong answer a
-    "not right yet" line that does not give the expected value away. Returns whether it is right.
-    """
-    if answer is Ellipsis:
-        print(f"{name}: not answered yet (replace the ... in the cell above and run both cells)")
-        return False
+def _check_raises(name: str, error: type[BaseException], fn) -> BaseException:
     try:
-        right = _close(answer, expected, rel, abs)
-    except (AssertionError, TypeError, ValueError, RuntimeError):
-        right = False  # e.g. a string where a number was asked for, or a wrong shape
-    if right:
-        print(f"{CHECK_MARK} {name}: {_short(answer)} is right")
-    else:
-        print(f"✗ {name}: {_short(answer)} is not right yet (the hidden solution below explains it)")
-    return right
-
-
-def check_raises(name: str, error: type[BaseException], fn, *args, **kwargs) -> BaseException:
-    """Assert that ``fn(*args, **kwargs)`` raises ``error``; print ``✓ name: raises Error``.
-
-    Returns the exception so its message can be checked too. A call that does not
-    raise, or raises something else, fails with what happened instead.
-    """
-    try:
-        result = fn(*args, **kwargs)
+        result = fn()
     except error as err:
         print(f"{CHECK_MARK} {name}: raises {type(err).__name__}")
         return err
@@ -110,6 +91,11 @@ def check_raises(name: str, error: type[BaseException], fn, *args, **kwargs) -> 
                              f"    raised:   {type(other).__name__}: {other}") from other
     raise AssertionError(f"✗ {name}\n    expected: {error.__name__}\n"
                          f"    returned: {_short(result)}")
+
+
+def check_raises(name: str, error: type[BaseException], fn, *args, **kwargs) -> BaseException:
+    """``check(name, lambda: fn(*args, **kwargs), raises=error)``: the older spelling."""
+    return _check_raises(name, error, lambda: fn(*args, **kwargs))
 
 
 def measured(name: str, value, unit: str = "", digits: int = 3, *, per_device: bool = False) -> None:

@@ -43,12 +43,7 @@
 # >   ([The 8 × 80 GB question](#The-8-×-80-GB-question)).
 
 # %%
-try:
-    from lecture_utils import setup
-except ModuleNotFoundError:  # e.g. Colab: the README, "Colab and other hosted Jupyter"
-    raise SystemExit("lecture_utils is not installed in this kernel. Run this in a new cell, then this cell again:\n"
-                     '    %pip install "git+https://github.com/OWNER/REPO.git"') from None
-device = setup()
+from lecture_utils import setup; device = setup()
 
 # %% slideshow={"slide_type": "subslide"}
 import copy
@@ -83,7 +78,7 @@ from lecture_utils.plots import plot_bit_layout
 # We check the formula three ways on a real tensor: `numel() * element_size()`,
 # the course helper `tensor_bytes`, and the size of the storage torch actually allocated.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Say: every memory estimate starts from numel × bytes per element; a slice keeps its parent's whole storage alive.
 # - Run live: the 4 × 8 × 16 float32 tensor, then the one-row slice.
 # - Point at: the slice counts 512 bytes but keeps all 2048 alive.
@@ -125,7 +120,7 @@ for dt in (torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, to
 # bandwidth, but it narrows the range, the precision, or both. Which one gives way decides
 # whether training stays stable.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Say: exponent bits buy range, mantissa bits buy precision; which one gives way decides whether training stays stable.
 # - Run live: the underflow and overflow cells (fp16 loses 1e-8, tops out at 65504; bf16 keeps both).
 # - Point at: bf16's eps = 1/128 against fp16's 1/1024, and the GPT-3 FFN weight in each dtype.
@@ -538,7 +533,7 @@ if cuda_only(device, "allocating the bf16 FFN matrix for real"):
 #
 # Naive fp32 training with AdamW stores four fp32 numbers per parameter:
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Say: training keeps weight, gradient and optimizer state: 16 B/param for AdamW, in fp32 and in mixed precision alike.
 # - Run live: the measured AdamW state, then the 8 × 80 GB bar chart; move the calculator's sliders if time allows.
 # - Point at: 5B parameters on 8 replicated GPUs, 40B sharded, before any activation.
@@ -829,7 +824,7 @@ check("bars: every recipe fits when sharded 8 ways (AdamW: 14 GB)",
 #   saves compute and activation memory, sharding saves optimizer state.
 # - 8 × 80 GB holds at most 5B parameters replicated, 40B sharded, before activations.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Recap: memory = numel × bytes; bf16 keeps fp32's range, fp16 needs loss scaling; AdamW = 16 B/param.
 # - Ask the room: what does mixed precision save, if not optimizer state?
 
@@ -840,7 +835,7 @@ check("bars: every recipe fits when sharded 8 ways (AdamW: 14 GB)",
 # under it (it says whether your answer is right, without giving it away), and expand the
 # hidden solution only after you have tried.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Give 3 minutes per question: fill in the `...`, run the check cell.
 # - Then expand the hidden solution live and point at the `✓ ... is right` lines.
 # - Point at: Q2, three gradients vanish in fp16 and none in bf16; Q3, 5B on one GPU, 40B on 8 sharded.
@@ -860,10 +855,10 @@ q2_rescued = ...  # how many of the fp16 zeros survive with loss scaling by 2**1
 q2_one_scaled = ...  # what a gradient of 1.0, scaled by 2**16, becomes in fp16 (a float)
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
-check_answer("Q2, gradients lost in fp16", q2_zeros_fp16, 3)
-check_answer("Q2, gradients lost in bf16", q2_zeros_bf16, 0)
-check_answer("Q2, gradients loss scaling rescues", q2_rescued, 3)
-check_answer("Q2, 1.0 x 2**16 in fp16", q2_one_scaled, math.inf)
+check_answer("Q2, gradients lost in fp16", q2_zeros_fp16)
+check_answer("Q2, gradients lost in bf16", q2_zeros_bf16)
+check_answer("Q2, gradients loss scaling rescues", q2_rescued)
+check_answer("Q2, 1.0 x 2**16 in fp16", q2_one_scaled)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. fp16 has 5 exponent bits: its normal range ends at 6.1e-5 and its subnormals
@@ -899,10 +894,10 @@ check("...but a gradient of 1.0 now overflows: 65536 -> inf", cast(1.0 * SCALE, 
 
 q2_zeros_fp16, q2_zeros_bf16, q2_rescued = len(vanished_fp16), len(vanished_bf16), len(rescued)
 q2_one_scaled = cast(1.0 * SCALE, fp16)
-check_answer("Q2, gradients lost in fp16", q2_zeros_fp16, 3)
-check_answer("Q2, gradients lost in bf16", q2_zeros_bf16, 0)
-check_answer("Q2, gradients loss scaling rescues", q2_rescued, 3)
-check_answer("Q2, 1.0 x 2**16 in fp16", q2_one_scaled, math.inf)
+check_answer("Q2, gradients lost in fp16", q2_zeros_fp16)
+check_answer("Q2, gradients lost in bf16", q2_zeros_bf16)
+check_answer("Q2, gradients loss scaling rescues", q2_rescued)
+check_answer("Q2, 1.0 x 2**16 in fp16", q2_one_scaled)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Q3. How big a model fits in training state on one 80 GB H100 with naive fp32 AdamW? And on 8 with ZeRO (perfect sharding)?
@@ -917,10 +912,10 @@ q3_one_gpu_80 = ...  # one GPU with 20% held back
 q3_eight_sharded_80 = ...  # 8 sharded GPUs with 20% held back
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
-check_answer("Q3, one GPU (params)", q3_one_gpu, 5e9, rel=0.01)
-check_answer("Q3, 8 GPUs sharded (params)", q3_eight_sharded, 40e9, rel=0.01)
-check_answer("Q3, one GPU, 20% held back", q3_one_gpu_80, 4e9, rel=0.01)
-check_answer("Q3, 8 sharded, 20% held back", q3_eight_sharded_80, 32e9, rel=0.01)
+check_answer("Q3, one GPU (params)", q3_one_gpu)
+check_answer("Q3, 8 GPUs sharded (params)", q3_eight_sharded)
+check_answer("Q3, one GPU, 20% held back", q3_one_gpu_80)
+check_answer("Q3, 8 sharded, 20% held back", q3_eight_sharded_80)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. 16 bytes per parameter (4 + 4 + 4 + 4), so one 80 GB GPU holds
@@ -945,7 +940,7 @@ check("with 20% held back, 8 sharded", max_params_that_fit(usable, n_gpus=8, sha
 q3_one_gpu, q3_eight_sharded = one_gpu, eight_sharded
 q3_one_gpu_80 = max_params_that_fit(usable)
 q3_eight_sharded_80 = max_params_that_fit(usable, n_gpus=8, sharded=True)
-check_answer("Q3, one GPU (params)", q3_one_gpu, 5e9, rel=0.01)
-check_answer("Q3, 8 GPUs sharded (params)", q3_eight_sharded, 40e9, rel=0.01)
-check_answer("Q3, one GPU, 20% held back", q3_one_gpu_80, 4e9, rel=0.01)
-check_answer("Q3, 8 sharded, 20% held back", q3_eight_sharded_80, 32e9, rel=0.01)
+check_answer("Q3, one GPU (params)", q3_one_gpu)
+check_answer("Q3, 8 GPUs sharded (params)", q3_eight_sharded)
+check_answer("Q3, one GPU, 20% held back", q3_one_gpu_80)
+check_answer("Q3, 8 sharded, 20% held back", q3_eight_sharded_80)

@@ -44,12 +44,7 @@
 # >   ([The attention term that 6ND leaves out](#The-attention-term-that-6ND-leaves-out)).
 
 # %%
-try:
-    from lecture_utils import setup
-except ModuleNotFoundError:  # e.g. Colab: the README, "Colab and other hosted Jupyter"
-    raise SystemExit("lecture_utils is not installed in this kernel. Run this in a new cell, then this cell again:\n"
-                     '    %pip install "git+https://github.com/OWNER/REPO.git"') from None
-device = setup()
+from lecture_utils import setup; device = setup()
 
 # %% slideshow={"slide_type": "subslide"}
 from dataclasses import dataclass
@@ -89,7 +84,7 @@ ON_GPU = device.type == "cuda"
 # `training_flops` splits that into the forward pass ($2ND$) and the backward pass
 # ($4ND$). Later notebooks import this cell from `lecture_utils.flops`:
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Say: 6ND = 6.3e24 FLOPs; divide by the *dense* peak × MFU × GPUs.
 # - Run live: the dense-versus-sparse cell (the spec sheet's headline is 2:4 sparse).
 # - Point at: 143.9 days on 1024 H100s at MFU 0.5.
@@ -194,7 +189,7 @@ check("the honest estimate / the dream", days_half / days_paper, 4.0, rel=1e-12)
 # `count_flops` flags matmul-like ops that ran without a formula; elementwise ops are not
 # matmul-like, so nothing is flagged either:
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Say: `sin(x) + x*x` does 3 FLOPs per element but moves 28 bytes eagerly: memory-bound.
 # - Run live: the kernel trace (sin, mul, add) and the bytes per element.
 # - Point at: intensity 3/28 FLOP/byte; fusion cuts the traffic 3.5×.
@@ -280,7 +275,7 @@ del x
 # computes $\nabla_X = \nabla_Y W^\top$ and $\nabla_W = X^\top \nabla_Y$: two matmuls of the
 # same size, $4BDK$ (self-test Q1).
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Say: a matmul is 2BDK FLOPs over O(n²) bytes, so its intensity grows like n/6.
 # - Run live: the roofline cell, and read which points sit left of the ridge.
 # - Point at: the ridge point; elementwise is far left, big matmuls touch the flat roof.
@@ -415,7 +410,7 @@ plt.show()
 # attention, so every matmul is a visible `@`), one batch of 2 sequences of 128 tokens.
 # FLOP counts do not depend on the device, so this runs on the CPU everywhere:
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Say: forward 2ND, backward 4ND; 6ND leaves out attention.
 # - Run live: `transformer_flops` against `FlopCounterMode` on the small GPT.
 # - Point at: attention adds 15% for GPT-2 small at T = 1024 and 66% for a 70B shape at 32K.
@@ -600,7 +595,7 @@ plt.show()
 #
 # Dividing an amount by a rate gives a time:
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Say: FLOPs are an amount, FLOP/s a rate; MFU = useful FLOP/s / dense peak of the dtype that ran.
 # - Run live: the measured matmul's MFU, then the tile-unfriendly shapes (8191, 4097).
 # - Point at: HFU flatters (recomputation counted); changing the dtype changes the denominator.
@@ -873,7 +868,7 @@ check("B200 at 0.5: 6.3e24 / (2250e12 * 0.5 * 1024) / 86400 days", curves["B200"
 # - Big, tile-friendly matmuls get closest to peak; small or awkward shapes (8191, 4097)
 #   lose MFU without doing less useful work.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Recap: days = 6ND / (dense peak × MFU × GPUs) / 86 400; intensity decides memory- versus compute-bound.
 # - Ask the room: what MFU did their last run reach, and against which peak?
 
@@ -884,7 +879,7 @@ check("B200 at 0.5: 6.3e24 / (2250e12 * 0.5 * 1024) / 86400 days", curves["B200"
 # under it (it says whether your answer is right, without giving it away), and expand the
 # hidden solution only after you have tried.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Give 3 minutes per question: fill in the `...`, run the check cell.
 # - Then expand the hidden solution live and point at the `✓ ... is right` lines.
 # - Point at: Q4, 180 days at MFU 0.4 (25% longer than at 0.5).
@@ -899,8 +894,8 @@ q4_days = ...  # training time at MFU 0.4, in days
 q4_ratio = ...  # that time / the time at MFU 0.5 (a ratio)
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
-check_answer("Q4, days at MFU 0.4", q4_days, 179.9, rel=0.01)
-check_answer("Q4, time at MFU 0.4 / at MFU 0.5", q4_ratio, 1.25, rel=0.01)
+check_answer("Q4, days at MFU 0.4", q4_days)
+check_answer("Q4, time at MFU 0.4 / at MFU 0.5", q4_ratio)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. C = 6 * 70e9 * 15e12 = 6.3e24 FLOPs. Effective throughput = 989.5e12 * 0.4 *
@@ -920,8 +915,8 @@ check("with the sparse peak by mistake", days_at(h100.sparse_flops["bf16"], 0.4)
       rel=1e-3)
 
 q4_days, q4_ratio = days_q4, days_q4 / days_half
-check_answer("Q4, days at MFU 0.4", q4_days, 179.9, rel=0.01)
-check_answer("Q4, time at MFU 0.4 / at MFU 0.5", q4_ratio, 1.25, rel=0.01)
+check_answer("Q4, days at MFU 0.4", q4_days)
+check_answer("Q4, time at MFU 0.4 / at MFU 0.5", q4_ratio)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E3.1. What MFU does a training log imply?
@@ -936,8 +931,8 @@ e3_1_mfu_6nd = ...  # MFU by 6ND (a fraction, e.g. 0.5)
 e3_1_mfu_exact = ...  # MFU by the exact count, attention included
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
-check_answer("E3.1, MFU by 6ND", e3_1_mfu_6nd, 0.187, rel=0.02)
-check_answer("E3.1, MFU by the exact count", e3_1_mfu_exact, 0.216, rel=0.02)
+check_answer("E3.1, MFU by 6ND", e3_1_mfu_6nd)
+check_answer("E3.1, MFU by the exact count", e3_1_mfu_exact)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. N (non-embedding) = 123.6M, so 6N * 2.0e6 tokens/s = 1.48e15 FLOP/s against
@@ -962,5 +957,5 @@ check("MFU by the exact count", mfu_exact, 0.2160, rel=1e-3)
 check("exact / 6ND", mfu_exact / mfu_6nd, 1.1524, rel=1e-3)
 
 e3_1_mfu_6nd, e3_1_mfu_exact = mfu_6nd, mfu_exact
-check_answer("E3.1, MFU by 6ND", e3_1_mfu_6nd, 0.187, rel=0.02)
-check_answer("E3.1, MFU by the exact count", e3_1_mfu_exact, 0.216, rel=0.02)
+check_answer("E3.1, MFU by 6ND", e3_1_mfu_6nd)
+check_answer("E3.1, MFU by the exact count", e3_1_mfu_exact)

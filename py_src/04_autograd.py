@@ -60,12 +60,7 @@
 # >   [Zeroing the gradients](#Zeroing-the-gradients:-set_to_none=True-or-in-place?).
 
 # %%
-try:
-    from lecture_utils import setup
-except ModuleNotFoundError:  # e.g. Colab: the README, "Colab and other hosted Jupyter"
-    raise SystemExit("lecture_utils is not installed in this kernel. Run this in a new cell, then this cell again:\n"
-                     '    %pip install "git+https://github.com/OWNER/REPO.git"') from None
-device = setup()
+from lecture_utils import setup; device = setup()
 
 # %% slideshow={"slide_type": "subslide"}
 from collections import Counter
@@ -108,7 +103,7 @@ CPU = torch.device("cpu")
 # on `torch.autograd.graph.saved_tensors_hooks`) lets us watch that happen: it lists every
 # tensor saved for backward. With $x = 2$ and $w = 4$:
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Say: the forward pass records a graph and the tensors its backward formulas need.
 # - Run live: y = ½(xw − 5)² with x = 2, w = 4, then call backward twice to show accumulation.
 # - Point at: w.grad = 6.0, then 12.0 after a second backward without zeroing.
@@ -182,7 +177,7 @@ check("w.grad after 1 call, 2 calls, zeroing, 1 more call", history, [6.0, 12.0,
 #
 # By hand against autograd, with $G$ random (we call `H.backward(G)`):
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Say: backward of H = XW is two matmuls of the forward's size: ∇W = XᵀG and ∇X = GWᵀ.
 # - Run live: `count_flops` on the whole network, then the timed ratio.
 # - Point at: backward = 2 × forward, less the first layer's ∇X (data needs no gradient); the time ratio is near 2, not exactly.
@@ -352,7 +347,7 @@ plt.show()
 # After `backward()`, every trainable parameter that took part in the loss has a `.grad`
 # with its own shape and dtype. We check every parameter of an fp32 and a bf16 Cruncher:
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Say: the bill is params + grads + optimizer state + activations; only activations grow with the batch.
 # - Run live: the predicted-versus-measured bill, then where a step peaks.
 # - Point at: saved activations = (L + 1)·B·D·4 bytes, to the byte.
@@ -822,7 +817,7 @@ check("grad = None: the optimizer skips it, the parameter stays", not moves_afte
 # - `zero_grad(set_to_none=True)` (the default) saves a pass over the gradients and frees
 #   them during the forward pass.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Recap: backward ≈ 2× forward FLOPs; autograd keeps each matmul's input; the peak is not the bill.
 # - Ask the room: why does `set_to_none=True` save memory during the forward pass?
 
@@ -833,7 +828,7 @@ check("grad = None: the optimizer skips it, the parameter stays", not moves_afte
 # under it (it says whether your answer is right, without giving it away), and expand the
 # hidden solution only after you have tried.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Give 3 minutes per question: fill in the `...`, run the check cell.
 # - Then expand the hidden solution live and point at the `✓ ... is right` lines.
 # - Point at: Q1, backward = 2 × forward when the input requires grad; E4.1, batch 42,206 fits in 80 GB.
@@ -852,9 +847,9 @@ q1_backward_data = ...  # backward FLOPs when the input is a data batch
 q1_backward_grad = ...  # backward FLOPs when the input requires grad
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
-check_answer("Q1, forward FLOPs", q1_forward, 720_896)
-check_answer("Q1, backward FLOPs, data input", q1_backward_data, 1_048_576)
-check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad, 1_441_792)
+check_answer("Q1, forward FLOPs", q1_forward)
+check_answer("Q1, backward FLOPs, data input", q1_backward_data)
+check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. Forward, each layer is one matmul, 2*B*d_in*d_out FLOPs. Backward needs two of the
@@ -876,9 +871,9 @@ check("input requires grad: backward == 2 x forward", hidden.backward, 2 * hidde
 check("total == 3 x forward (6ND = 3 x 2ND)", hidden.total, 3 * hidden.forward)
 
 q1_forward, q1_backward_data, q1_backward_grad = data.forward, data.backward, hidden.backward
-check_answer("Q1, forward FLOPs", q1_forward, 720_896)
-check_answer("Q1, backward FLOPs, data input", q1_backward_data, 1_048_576)
-check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad, 1_441_792)
+check_answer("Q1, forward FLOPs", q1_forward)
+check_answer("Q1, backward FLOPs, data input", q1_backward_data)
+check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E4.1. How large a batch fits?
@@ -896,9 +891,9 @@ e4_1_per_example = ...  # activation bytes one example adds, in bytes
 e4_1_b_max = ...  # the largest batch whose whole bill fits in 80 GB (a count)
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
-check_answer("E4.1, params + grads + state (bytes)", e4_1_fixed_bytes, 34.36e9, rel=0.01)
-check_answer("E4.1, activation bytes per example", e4_1_per_example, 1_081_344)
-check_answer("E4.1, largest batch", e4_1_b_max, 42_206, rel=1e-3)
+check_answer("E4.1, params + grads + state (bytes)", e4_1_fixed_bytes)
+check_answer("E4.1, activation bytes per example", e4_1_per_example)
+check_answer("E4.1, largest batch", e4_1_b_max)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. N = 32 * 8192^2 + 8192 = 2.15B parameters: 8.59 GB each for params and grads,
@@ -933,6 +928,6 @@ check("the B*L*D estimate's batch", b_lecture, 43_525)
 check("...overflows by (GB)", (bill(b_lecture).total - BUDGET) / 1e9, 1.43, rel=0.01)
 
 e4_1_fixed_bytes, e4_1_per_example, e4_1_b_max = fixed_bill.total, per_example, b_max
-check_answer("E4.1, params + grads + state (bytes)", e4_1_fixed_bytes, 34.36e9, rel=0.01)
-check_answer("E4.1, activation bytes per example", e4_1_per_example, 1_081_344)
-check_answer("E4.1, largest batch", e4_1_b_max, 42_206, rel=1e-3)
+check_answer("E4.1, params + grads + state (bytes)", e4_1_fixed_bytes)
+check_answer("E4.1, activation bytes per example", e4_1_per_example)
+check_answer("E4.1, largest batch", e4_1_b_max)

@@ -39,12 +39,7 @@
 # >   [The notes' get_batch and the vectorised one](#The-notes'-get_batch-and-the-vectorised-one).
 
 # %%
-try:
-    from lecture_utils import setup
-except ModuleNotFoundError:  # e.g. Colab: the README, "Colab and other hosted Jupyter"
-    raise SystemExit("lecture_utils is not installed in this kernel. Run this in a new cell, then this cell again:\n"
-                     '    %pip install "git+https://github.com/OWNER/REPO.git"') from None
-device = setup()
+from lecture_utils import setup; device = setup()
 
 # %% slideshow={"slide_type": "subslide"}
 import gc
@@ -78,7 +73,7 @@ TMP = Path(scratch.name)
 # output (Lecture 1). A large corpus is trillions of tokens, terabytes on disk, so the notes
 # store the ids compactly on disk and **memory-map** the file.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Tokens live on disk as uint16 with a JSON sidecar; memory-map, never read it all.
 # - Run the memmap cell live: a batch of 8 windows reads 16,400 bytes but touches 12 pages (48 KiB) of the file.
 # - Then the notes' two bugs: np.memmap on a .npy reads the header as 64 tokens; their get_batch never draws the last window.
@@ -614,7 +609,7 @@ measured("vectorised throughput", 64 * 1024 / t_ours / 1e6, "M tokens/s")
 # `get_batch` does exactly this on CUDA. Every pinned page is one the kernel cannot
 # reclaim, so one pins batch-sized buffers, never the dataset.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Pageable memory costs one extra CPU copy into a staging buffer; pinned memory lets the DMA engine read it directly.
 # - The GPU cells are skipped on a CPU laptop: say what they measure.
 # - Point at the timeline figure: with the Prefetcher the loads hide under compute.
@@ -926,7 +921,7 @@ check("temporary folder removed", not TMP.exists(), True)
 # - Pinned host memory and `non_blocking=True` let the host-to-device copy overlap
 #   compute; a prefetcher hides loading up to one step's length.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Read the bullets; the two numbers: 2 bytes per token on disk, 8 per token in a batch.
 # - Ask: why is uint16 wrong for Llama 3's vocabulary (128,256 ids need 17 bits)?
 
@@ -938,7 +933,7 @@ check("temporary folder removed", not TMP.exists(), True)
 # answered yet", right, or not right yet, without giving the answer away. Expand the hidden
 # solution cell only after you have tried.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - E6.1 is dtype arithmetic for 15T tokens; E6.2 follows one batch from disk pages to GPU bytes.
 # - Give two minutes each, then run the check cells live.
 
@@ -956,10 +951,10 @@ e6_1_llama3_dtype = ...  # smallest unsigned numpy dtype for 128,256 ids, as a s
 e6_1_llama3_bytes = ...  # bytes of the 15T-token dataset in that dtype
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
-check_answer("E6.1 uint16 bytes", e6_1_uint16_bytes, 30e12, rel=1e-9)
-check_answer("E6.1 int64 bytes", e6_1_int64_bytes, 120e12, rel=1e-9)
-check_answer("E6.1 dtype for 128,256 ids", e6_1_llama3_dtype, "uint32")
-check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes, 60e12, rel=1e-9)
+check_answer("E6.1 uint16 bytes", e6_1_uint16_bytes)
+check_answer("E6.1 int64 bytes", e6_1_int64_bytes)
+check_answer("E6.1 dtype for 128,256 ids", e6_1_llama3_dtype)
+check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. 15e12 tokens x 2 bytes = 30 TB (27.3 TiB) in uint16, x 8 bytes = 120 TB (109 TiB)
@@ -981,10 +976,10 @@ check("Llama 3 vocabulary, uint32", format_bytes(dataset["uint32"]), "60 TB (54.
 e6_1_uint16_bytes, e6_1_int64_bytes = dataset["uint16"], dataset["int64"]
 e6_1_llama3_dtype = next(t for t in ("uint8", "uint16", "uint32") if np.iinfo(t).max >= 128_255)
 e6_1_llama3_bytes = dataset[e6_1_llama3_dtype]
-check_answer("E6.1 uint16 bytes", e6_1_uint16_bytes, 30e12, rel=1e-9)
-check_answer("E6.1 int64 bytes", e6_1_int64_bytes, 120e12, rel=1e-9)
-check_answer("E6.1 dtype for 128,256 ids", e6_1_llama3_dtype, "uint32")
-check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes, 60e12, rel=1e-9)
+check_answer("E6.1 uint16 bytes", e6_1_uint16_bytes)
+check_answer("E6.1 int64 bytes", e6_1_int64_bytes)
+check_answer("E6.1 dtype for 128,256 ids", e6_1_llama3_dtype)
+check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E6.2 What does one batch cost?
@@ -1008,12 +1003,12 @@ e6_2_xy_bytes = ...  # 3. bytes of x and y together on the GPU, as int64
 e6_2_batches_80gb = ...  # 3. how many such (x, y) pairs fit in 80e9 bytes
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
-check_answer("E6.2 1. batch bytes on disk", e6_2_batch_bytes, 131_200)
-check_answer("E6.2 2. pages per window, at most", e6_2_pages_max, 2)
-check_answer("E6.2 2. pages per window, on average", e6_2_pages_mean, 1.5, rel=1e-6)
-check_answer("E6.2 2. bytes read per batch", e6_2_read_bytes, 393_216, rel=1e-6)
-check_answer("E6.2 3. x + y bytes", e6_2_xy_bytes, 1_048_576)
-check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb, 76_293)
+check_answer("E6.2 1. batch bytes on disk", e6_2_batch_bytes)
+check_answer("E6.2 2. pages per window, at most", e6_2_pages_max)
+check_answer("E6.2 2. pages per window, on average", e6_2_pages_mean)
+check_answer("E6.2 2. bytes read per batch", e6_2_read_bytes)
+check_answer("E6.2 3. x + y bytes", e6_2_xy_bytes)
+check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. (1) 64 windows x 1,025 tokens x 2 bytes = 131,200 bytes (x and y share all but one
@@ -1040,9 +1035,9 @@ check("   batches in 80 GB", int(80e9 // xy_bytes), 76_293)
 e6_2_batch_bytes, e6_2_pages_max = B * window_bytes, (window_bytes - 2) // PAGE + 2
 e6_2_pages_mean, e6_2_read_bytes = 1 + (window_bytes - 2) / PAGE, read_per_batch
 e6_2_xy_bytes, e6_2_batches_80gb = xy_bytes, int(80e9 // xy_bytes)
-check_answer("E6.2 1. batch bytes on disk", e6_2_batch_bytes, 131_200)
-check_answer("E6.2 2. pages per window, at most", e6_2_pages_max, 2)
-check_answer("E6.2 2. pages per window, on average", e6_2_pages_mean, 1.5, rel=1e-6)
-check_answer("E6.2 2. bytes read per batch", e6_2_read_bytes, 393_216, rel=1e-6)
-check_answer("E6.2 3. x + y bytes", e6_2_xy_bytes, 1_048_576)
-check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb, 76_293)
+check_answer("E6.2 1. batch bytes on disk", e6_2_batch_bytes)
+check_answer("E6.2 2. pages per window, at most", e6_2_pages_max)
+check_answer("E6.2 2. pages per window, on average", e6_2_pages_mean)
+check_answer("E6.2 2. bytes read per batch", e6_2_read_bytes)
+check_answer("E6.2 3. x + y bytes", e6_2_xy_bytes)
+check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb)

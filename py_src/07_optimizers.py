@@ -42,12 +42,7 @@
 # >   [§1.2 The 16 bytes per parameter](#§1.2-The-16-bytes-per-parameter,-rebuilt-from-measured-tensors).
 
 # %%
-try:
-    from lecture_utils import setup
-except ModuleNotFoundError:  # e.g. Colab: the README, "Colab and other hosted Jupyter"
-    raise SystemExit("lecture_utils is not installed in this kernel. Run this in a new cell, then this cell again:\n"
-                     '    %pip install "git+https://github.com/OWNER/REPO.git"') from None
-device = setup()
+from lecture_utils import setup; device = setup()
 
 # %% slideshow={"slide_type": "subslide"}
 import math
@@ -88,7 +83,7 @@ f64 = torch.float64  # the toy problems below run in float64 on the CPU: exact a
 # (`make export`), which notebook 08 and the trainer import; edit one here and re-run the
 # cells below it.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Six optimizers, each a short class: read SGD and Momentum aloud, the rest only differ in the state they keep.
 # - Run the valley figure live: same start, same 60 steps; point at SGD's zigzag (y flips sign every step) and the adaptive methods' diagonal first step.
 # - The number: torch's momentum is a decaying sum that grows to g/(1-μ), 10x at μ = 0.9.
@@ -582,7 +577,7 @@ check("Adam + L2, small gradients: decayed to almost nothing (kept < 0.1%)",
 # prediction is modelled on torch.optim: for the adaptive optimizers it adds torch's
 # 4-byte `step` tensor per parameter tensor, which ours keep as a Python int.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - State is a whole number of copies of the parameters: 0, 1, 1, 1, 2, 2 (the printed table).
 # - The number to point at: fp32 AdamW is 16 bytes per parameter, 8 of them optimizer state.
 # - The GPU cell (foreach vs fused) is skipped on a CPU laptop: say what it shows, or run it on a GPU.
@@ -732,7 +727,7 @@ if cuda_only(device, "the peak memory of torch.optim.AdamW's step(): for-loop, f
 # 2 + 2 + 4 + 4 + 4 = 16 (for plain fp32 AdamW, 4 + 4 + $K$ with $K = 8$). Fractions keep
 # the arithmetic exact; the paper's Figure 1 (7.5B parameters on 64 GPUs) is the check.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - ZeRO shards state, then gradients, then parameters: write 2 + 2 + K/G on the board.
 # - The figure reproduces the paper's Figure 1: 120 GB per GPU at stage 0 for 7.5B on 64 GPUs, 1.9 GB at stage 3.
 # - Run the two-process ZeRO-1 cell live: each rank holds about half the state.
@@ -847,7 +842,7 @@ for row in ranks:
 # Computed for one 2048 × 2048 matrix, and Adafactor measured on `torch.optim.Adafactor`
 # (bitsandbytes is not installed here, so the 8-bit rows stay arithmetic):
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Compress instead of splitting: 8-bit states cost 2 bytes per parameter, Adafactor's factored v almost 0.
 # - Run the Adafactor cell: its state for a 2048 x 2048 matrix is two vectors, (rows + cols) x 4 bytes.
 
@@ -906,7 +901,7 @@ check("measured: a vector is not factored (full v + step)",
 # - The ways out: shard the state across GPUs (ZeRO 1–3), or compress it (8-bit states,
 #   Adafactor's factored second moment).
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Read the bullets; ask which optimizer keeps no state (SGD) and which two keep two copies (Adam, AdamW).
 # - The one number to leave with: 16 bytes per parameter before activations.
 
@@ -917,7 +912,7 @@ check("measured: a vector is not factored (full v + step)",
 # says "not answered yet", right, or not right yet, without giving the answer away. Expand the
 # hidden solution cell only after you have tried.
 
-# %% [markdown] slideshow={"slide_type": "notes"}
+# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - E7.1 is the state table times 7B: give two minutes, then run its check cell.
 # - E7.2 reuses zero_bytes_per_gpu; ask for the stage first, then the 20% held back.
 
@@ -935,9 +930,9 @@ e7_1_adamw_gb = ...  # GB of state for AdamW
 e7_1_8bit_gb = ...  # GB of state for 8-bit Adam, blocks of 2048
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
-check_answer("E7.1 (a) momentum state (GB)", e7_1_momentum_gb, 28.0, rel=1e-3)
-check_answer("E7.1 (b) AdamW state (GB)", e7_1_adamw_gb, 56.0, rel=1e-3)
-check_answer("E7.1 (c) 8-bit Adam state (GB)", e7_1_8bit_gb, 14.0273, rel=1e-3)
+check_answer("E7.1 (a) momentum state (GB)", e7_1_momentum_gb)
+check_answer("E7.1 (b) AdamW state (GB)", e7_1_adamw_gb)
+check_answer("E7.1 (c) 8-bit Adam state (GB)", e7_1_8bit_gb)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. Momentum keeps one fp32 copy of the parameters: 4 B * 7e9 = 28 GB. AdamW keeps two
@@ -952,9 +947,9 @@ e7_1_8bit_gb = state_rows["8-bit Adam, blocks of 2048"] / numel * N_7B / 1e9
 check("copies of the parameters: momentum, AdamW", (copies["momentum"], copies["adamw"]), (1.0, 2.0))
 check("8-bit Adam, blocks of 2048: GB for 7B", e7_1_8bit_gb, (2 + 8 / 2048) * 7, rel=1e-12)
 check("8-bit Adam / AdamW state", e7_1_8bit_gb / e7_1_adamw_gb, 0.2505, rel=1e-3)
-check_answer("E7.1 (a) momentum state (GB)", e7_1_momentum_gb, 28.0, rel=1e-3)
-check_answer("E7.1 (b) AdamW state (GB)", e7_1_adamw_gb, 56.0, rel=1e-3)
-check_answer("E7.1 (c) 8-bit Adam state (GB)", e7_1_8bit_gb, 14.0273, rel=1e-3)
+check_answer("E7.1 (a) momentum state (GB)", e7_1_momentum_gb)
+check_answer("E7.1 (b) AdamW state (GB)", e7_1_adamw_gb)
+check_answer("E7.1 (c) 8-bit Adam state (GB)", e7_1_8bit_gb)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E7.2 Which ZeRO stage does a 13B model need?
@@ -970,9 +965,9 @@ e7_2_stage_80 = ...  # smallest stage (0-3) that fits in 80 GB
 e7_2_stage_64 = ...  # smallest stage that fits with 20% of each GPU held back
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
-check_answer("E7.2 stage 1 per GPU (GB)", e7_2_stage1_gb, 71.5, rel=1e-3)
-check_answer("E7.2 smallest stage in 80 GB", e7_2_stage_80, 1)
-check_answer("E7.2 smallest stage in 64 GB", e7_2_stage_64, 2)
+check_answer("E7.2 stage 1 per GPU (GB)", e7_2_stage1_gb)
+check_answer("E7.2 smallest stage in 80 GB", e7_2_stage_80)
+check_answer("E7.2 smallest stage in 64 GB", e7_2_stage_64)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. Stage 0 needs 16 * 13e9 = 208 GB per GPU: no. Stage 1 needs (4 + 12/8) * 13e9 =
@@ -994,6 +989,6 @@ check("smallest stage that fits in 80 GB", smallest_stage(80e9), 1)
 check("smallest stage that fits in 64 GB (20% held back)", smallest_stage(0.8 * 80e9), 2)
 e7_2_stage1_gb = float(zero_bytes_per_gpu(N_13B, 8, 1)) / 1e9
 e7_2_stage_80, e7_2_stage_64 = smallest_stage(80e9), smallest_stage(0.8 * 80e9)
-check_answer("E7.2 stage 1 per GPU (GB)", e7_2_stage1_gb, 71.5, rel=1e-3)
-check_answer("E7.2 smallest stage in 80 GB", e7_2_stage_80, 1)
-check_answer("E7.2 smallest stage in 64 GB", e7_2_stage_64, 2)
+check_answer("E7.2 stage 1 per GPU (GB)", e7_2_stage1_gb)
+check_answer("E7.2 smallest stage in 80 GB", e7_2_stage_80)
+check_answer("E7.2 smallest stage in 64 GB", e7_2_stage_64)

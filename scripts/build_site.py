@@ -5,6 +5,9 @@ Usage: python scripts/build_site.py [--out build/site] [--src build/site-src]
 
 Nothing is executed and notebooks/ is never modified: the Sphinx project in docs/site/
 is copied to --src together with display copies of the notebooks, in which
+- speaker notes are left out, the one-line setup cell shows its output only, and the
+  "Going deeper" cells (tag ``deeper``) are set apart: their text in a shaded box, their
+  code collapsed behind a toggle;
 - solution cells (tag ``solution``) get MyST-NB's ``hide-cell`` tag, so code *and* output
   are collapsed behind a "Show solution" toggle; other cells collapse what Lab hides
   (``jupyter.source_hidden`` / ``outputs_hidden``); ``hide-*`` tags pass through as they are;
@@ -157,10 +160,40 @@ def retarget_links(source: str, anchors: dict[str, str]) -> str:
                   lambda m: f"](#{anchors.get(m.group(1), m.group(1))})", source)
 
 
+def is_notes(cell) -> bool:
+    """Speaker notes: for the presenter's view of a deck, never for a reader."""
+    return cell.get("metadata", {}).get("slideshow", {}).get("slide_type") == "notes"
+
+
+def set_apart(source: str) -> str:
+    """A "Going deeper" markdown cell for the site: its headings as they are (they stay in the
+    table of contents), the rest inside a ``deeper`` container that the theme sets apart."""
+    out, text = [], []
+
+    def flush():
+        if any(line.strip() for line in text):
+            out.extend(["`````{container} deeper", *text, "`````"])
+        text.clear()
+
+    for line in source.splitlines():
+        if re.match(r"#{1,6} ", line):
+            flush()
+            out.append(line)
+        else:
+            text.append(line)
+    flush()
+    return "\n".join(out)
+
+
 def display_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of ``nb`` with the tags and metadata MyST-NB needs to collapse solutions and
-    give figures alt text; ``nb`` itself is not changed."""
+    """A copy of ``nb`` as the site shows it: no speaker notes, the setup cell's code hidden,
+    "Going deeper" cells set apart (code collapsed), solutions collapsed, figures with alt
+    text; ``nb`` itself is not changed."""
     nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if not is_notes(c)]
+    setup = next((c for c in nb.cells if c.cell_type == "code"), None)
+    if setup is not None:
+        setup.metadata["tags"] = [*setup.metadata.get("tags", []), "remove-input"]
     anchors = {text.replace(" ", "-"): github_slugify(text) for text in headings(nb)}
     heading = ""
     for cell in nb.cells:
@@ -169,9 +202,13 @@ def display_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             for line in cell.source.splitlines():
                 if re.match(r"#{1,6} ", line):
                     heading = _plain(line)
+            if "deeper" in cell.metadata.get("tags", []):
+                cell.source = set_apart(cell.source)
             continue
         if cell.cell_type != "code":
             continue
+        if "deeper" in cell.metadata.get("tags", []) and "solution" not in cell.metadata.get("tags", []):
+            cell.metadata["tags"] = [*cell.metadata.get("tags", []), "hide-input"]  # collapsed, output shown
         for out in cell.get("outputs", []):
             if WIDGET_MIME in out.get("data", {}):
                 out["data"] = {"text/markdown": WIDGET_NOTE}

@@ -9,11 +9,13 @@ by relative URLs. Slides are 1280x720.
 Slide structure is notebook metadata, the same that RISE presents live in JupyterLab:
 ``cell.metadata.slideshow.slide_type`` is one of slide / subslide / fragment / skip /
 notes / - (continue). A cell without it gets a default on a copy: `#`/`##` headings start
-a slide, `###` a subslide, anything else continues. Exercise solutions (tag
-``solution`` or ``jupyter.source_hidden``) are always skipped. Long code and outputs
-scroll inside their slide instead of being cut. Every figure gets the alt text the
-site gives it (its caption metadata, else its plot title, else its section). The
-notebooks are not modified.
+a slide, `###` a subslide, anything else continues. A deck is the notebook's core path:
+the setup cell, the "Going deeper" cells (tag ``deeper``) and the exercise solutions (tag
+``solution`` or ``jupyter.source_hidden``) are skipped; speaker notes go to the speaker
+view (S). Nothing scrolls: long code lines wrap and figures are scaled to fit, and a slide
+whose content is taller than 720 px fails scripts/check_pages.py (split the cell, or start
+a subslide). Every figure gets the alt text the site gives it (its caption metadata, else
+its plot title, else its section). The notebooks are not modified.
 """
 
 from __future__ import annotations
@@ -45,9 +47,8 @@ REVEAL = ("reveal.js", "4.0.2")
 MATHJAX = ("mathjax", "2.7.7")
 REQUIREJS = ("requirejs", "2.1.10")
 JQUERY = ("jquery", "2.1.0")
-# Scroll rather than cut: a long output or code cell keeps its full text, in a box
-# that fits the slide; wide code scrolls sideways instead of running off the edge.
-MAX_BOX_PX = 300
+# The tallest a figure may be drawn, so that a heading and a caption line fit above it.
+MAX_FIGURE_PX = 560
 
 TEMPLATE = r"""
 {%- extends 'index.html.j2' -%}
@@ -58,17 +59,21 @@ TEMPLATE = r"""
 {% block notebook_css %}
 {{ super() }}
 <style type="text/css">
-.reveal .jp-Cell-outputArea, .reveal .jp-InputArea-editor {
-  max-height: {{ resources.deck.max_box }}px;
-  overflow: auto;
-}
-.reveal .jp-InputArea-editor pre, .reveal .jp-OutputArea-output pre {
-  white-space: pre;
+/* Nothing scrolls and nothing is cut: long lines wrap, figures are scaled to fit. A slide
+   whose content is still taller than 720 px fails scripts/check_pages.py. */
+.reveal .jp-Cell-outputArea, .reveal .jp-InputArea-editor, .reveal .jp-OutputArea-output {
   overflow: visible;
 }
-/* JupyterLab's CSS makes the editor a table cell, where max-height does nothing. */
+.reveal .jp-InputArea-editor pre, .reveal .jp-OutputArea-output pre {
+  white-space: pre-wrap;
+  overflow-wrap: anywhere;
+  overflow: visible;
+}
+/* JupyterLab's CSS makes the editor a table cell */
 .reveal .jp-InputArea-editor { display: block; }
-.reveal .jp-RenderedImage img { max-height: {{ resources.deck.max_box }}px; width: auto; }
+.reveal .jp-RenderedImage img {
+  max-width: 100%; max-height: {{ resources.deck.max_figure }}px; width: auto; height: auto;
+}
 .reveal .jp-RenderedMarkdown table { font-size: 80%; }
 /* The white theme upper-cases headings; `view` and VIEW are not the same name. */
 .reveal .slides section h1, .reveal .slides section h2, .reveal .slides section h3,
@@ -122,9 +127,11 @@ INDEX = """<!DOCTYPE html>
 
 
 def is_solution(cell: nbformat.NotebookNode) -> bool:
-    """An exercise solution: hidden in Lab, never shown on a slide."""
+    """An exercise's solution or check: code hidden in Lab, never shown on a slide. (A markdown
+    cell hidden in Lab is a speaker note: it goes to the speaker view.)"""
     meta = cell.get("metadata", {})
-    return "solution" in meta.get("tags", []) or bool(meta.get("jupyter", {}).get("source_hidden"))
+    return "solution" in meta.get("tags", []) or (cell.get("cell_type") == "code"
+                                                   and bool(meta.get("jupyter", {}).get("source_hidden")))
 
 
 def heading(cell: nbformat.NotebookNode) -> tuple[int, str] | None:
@@ -136,8 +143,9 @@ def heading(cell: nbformat.NotebookNode) -> tuple[int, str] | None:
 
 
 def slide_type(cell: nbformat.NotebookNode) -> str:
-    """reveal.js slide type for one cell: its slideshow metadata, else a heading default."""
-    if is_solution(cell):
+    """reveal.js slide type for one cell: its slideshow metadata, else a heading default.
+    Solutions and "Going deeper" cells are never on a slide."""
+    if is_solution(cell) or "deeper" in cell.get("metadata", {}).get("tags", []):
         return "skip"
     given = cell.get("metadata", {}).get("slideshow", {}).get("slide_type")
     if given is not None:
@@ -169,11 +177,12 @@ def prepare_for_slides(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """A copy of ``nb`` with a slide type on every cell and alt text on every figure."""
     deck = copy.deepcopy(nb)
     section = notebook_title(nb)
+    setup = next((c for c in deck.cells if c.cell_type == "code"), None)  # the one-line setup cell
     for cell in deck.cells:
         h = heading(cell)
         if h:
             section = h[1]
-        cell.metadata["slideshow"] = {"slide_type": slide_type(cell)}
+        cell.metadata["slideshow"] = {"slide_type": "skip" if cell is setup else slide_type(cell)}
         for out in cell.get("outputs", []):
             if "image/png" in out.get("data", {}):
                 out.setdefault("metadata", {})["alt"] = figure_alt(cell, section)
@@ -222,7 +231,7 @@ def build_slides(notebooks: list[Path], out: Path) -> list[Path]:
     written, listed = [], []
     for path in sorted(notebooks, key=lambda p: p.name):
         nb = nbformat.read(path, as_version=4)
-        resources = {"metadata": {"name": path.stem}, "deck": {"max_box": MAX_BOX_PX}}
+        resources = {"metadata": {"name": path.stem}, "deck": {"max_figure": MAX_FIGURE_PX}}
         try:
             deck = prepare_for_slides(nb)
         except ValueError as e:  # a wrong slide_type: say which notebook

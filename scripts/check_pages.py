@@ -10,8 +10,8 @@ missing. After MathJax has finished, each page must have:
 - no output of an exercise solution (a cell tagged `solution`) visible before a click;
 - every image decoded and with alt text; every local link and #anchor resolving.
 Each deck (`*.slides.html`) must also initialise reveal.js (`Reveal.isReady()`), and
-every slide, visited with `Reveal.slide(h, v)`, must fit 1280x720 (content that scrolls
-inside a box with overflow:auto fits by design) with its math rendered.
+every slide, visited with `Reveal.slide(h, v)`, must fit 1280x720 with its math rendered,
+and no box on it may scroll or clip its content (the decks wrap long lines instead).
 Screenshots of one page and one deck slide go to build/screenshots/.
 Prints `ok` per page or one `FAIL` line per problem; exit 0 if all pass, 1 on any
 failure, 2 if Chromium or Playwright is missing.
@@ -131,10 +131,16 @@ async ([width, height]) => {
       Reveal.slide(h, v);
       await mathDone();
       const s = Reveal.getCurrentSlide();
-      // scrollHeight/Width: the laid-out content, unscaled; a box with overflow:auto
-      // counts with its own size, not its content's.
+      // scrollHeight/Width: the laid-out content, unscaled. A box inside the slide that
+      // scrolls or clips its content hides what the audience should see: count those too.
+      const boxes = [...s.querySelectorAll('*')].filter(e => {
+        if (!shown(e)) return false;
+        const cs = getComputedStyle(e);
+        return (e.scrollHeight > e.clientHeight + 1 && cs.overflowY !== 'visible') ||
+               (e.scrollWidth > e.clientWidth + 1 && cs.overflowX !== 'visible');
+      }).map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')}`.slice(0, 60));
       slides.push({h, v, title: label(s), w: s.scrollWidth, h_px: s.scrollHeight,
-                   raw: rawMath(s)});
+                   raw: rawMath(s), boxes});
     }
   }
   Reveal.slide(0, 0);
@@ -286,6 +292,9 @@ class Checker:
             where = f"slide {s['h'] + 1}.{s['v'] + 1} '{s['title']}'"
             if s["w"] > WIDTH or s["h_px"] > HEIGHT:
                 report.problems.append(f"{where} overflows: {s['w']}x{s['h_px']} px > {WIDTH}x{HEIGHT}")
+            if s["boxes"]:
+                report.problems.append(f"{where}: {len(s['boxes'])} box(es) scroll or clip their content "
+                                       f"({s['boxes'][0]})")
             report.problems += [f"{where}: unrendered math: '{t}'" for t in s["raw"]]
         report.detail += f", {len(slides)} slides"
 

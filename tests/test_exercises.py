@@ -20,12 +20,16 @@ import jupytext
 import nbformat
 import pytest
 
+from lecture_utils.exercises import ANSWERS
+
 ROOT = Path(__file__).resolve().parents[1]
 TWINS = sorted((ROOT / "py_src").glob("[0-9][0-9]_*.py"))
 EXERCISES = re.compile(r"^## Exercises\b", re.M)
 HEADING = re.compile(r"^(#{2,3}) (.*)", re.M)
 QUESTION_ID = re.compile(r"(Q\d+[a-z]?|E\d+\.\d+)\.?\s")  # "Q5. Why ...", "E1.1 Strides ..."
 CHECK_CALL = re.compile(r"^check_answer\(.*?\)$", re.M | re.S)
+# The one form a check takes: the exercise's name and the student's variable, no expected value.
+CHECK_FORM = re.compile(r'^check_answer\("([^"]+)", ([A-Za-z_][A-Za-z0-9_]*)\)$')
 
 
 def tags(cell) -> list[str]:
@@ -65,8 +69,9 @@ def question_ids(cells: list) -> list[str]:
     return ids
 
 
-def structure_problems(cells: list) -> list[str]:
-    """What is wrong with a notebook's exercises (cells from jupytext or nbformat); [] if nothing."""
+def structure_problems(cells: list, known=ANSWERS) -> list[str]:
+    """What is wrong with a notebook's exercises (cells from jupytext or nbformat); [] if nothing.
+    ``known``: the exercise names that have an answer in lecture_utils.exercises."""
     section = exercise_cells(cells)
     if not section:
         return ["no '## Exercises' section"]
@@ -96,6 +101,12 @@ def structure_problems(cells: list) -> list[str]:
             calls = check_calls(check.source)
             if not calls:
                 problems.append(f"{where}: its check cell calls no check_answer")
+            for call in calls:
+                form = CHECK_FORM.match(call)
+                if not form:
+                    problems.append(f"{where}: {call} shows more than a name and a variable (the answer?)")
+                elif form.group(1) not in known:
+                    problems.append(f"{where}: {form.group(1)!r} has no answer in lecture_utils/exercises.py")
             if not hidden(check, "source_hidden") or hidden(check, "outputs_hidden"):
                 problems.append(f"{where}: its check cell must hide its code and show its output")
             if solution is None or "solution" not in tags(solution):
@@ -127,6 +138,8 @@ def output_problems(cells: list) -> list[str]:
     for cell in exercise_cells(cells):
         first = cell.source.splitlines()[0][:40] if cell.source else ""
         text = output_text(cell)
+        if "exercise-check" in tags(cell) and any(o.get("output_type") == "execute_result" for o in cell.outputs):
+            problems.append(f"check cell {first!r}: shows an Out: value (check_answer prints one line, returns None)")
         if "exercise-check" in tags(cell):
             n_calls = len(check_calls(cell.source))
             if text.count("not answered yet") != n_calls or "is right" in text or "✗" in text:
@@ -172,7 +185,8 @@ def test_no_question_in_two_notebooks():
 
 # --- every rule fails on a notebook broken on purpose ---------------------------------------
 
-CHECK = 'check_answer("Q9, bytes", q9_bytes, 96)'
+CHECK = 'check_answer("Q9, bytes", q9_bytes)'
+KNOWN = {"Q9, bytes", "x"}
 
 
 def good_cells() -> list:
@@ -233,13 +247,15 @@ BROKEN = {
     "solution output shown": (_set(4, "outputs_hidden", False), "must hide code and output"),
     "solution code shown": (_set(4, "source_hidden", False), "must hide code and output"),
     "solution without the check line": (_edit_source(4, CHECK, "print(q9_bytes)"), "does not end with"),
-    "solution checks something else last": (_edit_source(4, CHECK, f"{CHECK}\ncheck_answer('x', 1, 1)"),
+    "solution checks something else last": (_edit_source(4, CHECK, f'{CHECK}\ncheck_answer("x", q9_bytes)'),
                                             "last check_answer lines differ"),
+    "check shows the answer": (_edit_source(3, "q9_bytes)", "q9_bytes, 96)"), "more than a name and a variable"),
+    "check of an exercise with no answer": (_edit_source(3, '"Q9, bytes"', '"Q8, bits"'), "has no answer"),
 }
 
 
 def test_good_exercise_passes():
-    assert structure_problems(good_cells()) == []
+    assert structure_problems(good_cells(), KNOWN) == []
     assert output_problems(good_cells()) == []
     assert question_ids(good_cells()) == ["Q9"]
 
@@ -249,7 +265,7 @@ def test_broken_exercise_is_caught(name):
     mutate, expected = BROKEN[name]
     cells = copy.deepcopy(good_cells())
     mutate(cells)
-    problems = structure_problems(cells)
+    problems = structure_problems(cells, KNOWN)
     assert any(expected in p for p in problems), problems
 
 
@@ -266,7 +282,20 @@ def test_wrong_stored_output_is_caught(index, text):
 
 
 def test_no_exercises_section_is_caught():
-    assert structure_problems(good_cells()[:1]) == ["no '## Exercises' section"]
+    assert structure_problems(good_cells()[:1], KNOWN) == ["no '## Exercises' section"]
+
+
+def test_a_check_cell_that_shows_out_is_caught():
+    cells = copy.deepcopy(good_cells())
+    cells[3].outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": "False"},
+                                                   execution_count=1))
+    assert any("shows an Out:" in p for p in output_problems(cells))
+
+
+def test_every_answer_belongs_to_an_exercise_of_a_notebook():
+    used = {CHECK_FORM.match(c).group(1) for py in TWINS for cell in twin_cells(py)
+            if "exercise-check" in tags(cell) for c in check_calls(cell.source) if CHECK_FORM.match(c)}
+    assert sorted(set(ANSWERS) - used) == []
 
 
 def test_duplicate_ids_are_caught():

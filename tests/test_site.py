@@ -34,8 +34,19 @@ def test_headings_give_the_default_structure_and_solutions_are_skipped():
              new_code_cell("answer()", metadata={"jupyter": {"source_hidden": True}}),
              new_code_cell("answer()", metadata={"tags": ["solution"]})]
     nb = new_notebook(cells=cells)
-    assert types(nb) == ["-", "slide", "slide", "subslide", "-", "-", "-", "skip", "skip"]
+    # the one-line setup cell and the solutions are never on a slide
+    assert types(nb) == ["skip", "slide", "slide", "subslide", "-", "-", "-", "skip", "skip"]
     assert all("slideshow" not in c.metadata for c in nb.cells)  # the original is untouched
+
+
+def test_a_deck_is_the_core_path_and_speaker_notes_stay_notes():
+    deeper = {"tags": ["deeper"], "jp-MarkdownHeadingCollapsed": True}
+    nb = new_notebook(cells=[new_code_cell("setup()"), new_markdown_cell("## §2 Section"), new_code_cell("core()"),
+                             new_markdown_cell("### Going deeper: more", metadata=deeper),
+                             new_code_cell("more()", metadata={"tags": ["deeper"]}),
+                             new_markdown_cell("- say this", metadata={"jupyter": {"source_hidden": True},
+                                                                       "slideshow": {"slide_type": "notes"}})])
+    assert types(nb) == ["skip", "slide", "-", "skip", "skip", "notes"]
 
 
 def test_slideshow_metadata_wins_over_the_heading_default():

@@ -34,6 +34,7 @@ mathjax_path = "mathjax/tex-chtml.js"
 html_theme = "sphinx_book_theme"
 html_title = project
 html_static_path = ["_static"]
+html_css_files = ["lecture.css"]  # Going-deeper sections set apart; long code lines wrap
 html_last_updated_fmt = None
 html_theme_options = {
     "home_page_in_toc": True,      # the index is the first entry of the sidebar toc
