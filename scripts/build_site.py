@@ -160,6 +160,12 @@ def retarget_links(source: str, anchors: dict[str, str]) -> str:
                   lambda m: f"](#{anchors.get(m.group(1), m.group(1))})", source)
 
 
+def setup_cell(nb: nbformat.NotebookNode):
+    """The notebook's one-line setup cell (its first code cell, when it calls setup()), or None."""
+    first = next((c for c in nb.cells if c.cell_type == "code"), None)
+    return first if first is not None and "setup()" in first.source else None
+
+
 def is_notes(cell) -> bool:
     """Speaker notes: for the presenter's view of a deck, never for a reader."""
     return cell.get("metadata", {}).get("slideshow", {}).get("slide_type") == "notes"
@@ -191,7 +197,7 @@ def display_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     text; ``nb`` itself is not changed."""
     nb = copy.deepcopy(nb)
     nb.cells = [c for c in nb.cells if not is_notes(c)]
-    setup = next((c for c in nb.cells if c.cell_type == "code"), None)
+    setup = setup_cell(nb)
     if setup is not None:
         setup.metadata["tags"] = [*setup.metadata.get("tags", []), "remove-input"]
     anchors = {text.replace(" ", "-"): github_slugify(text) for text in headings(nb)}

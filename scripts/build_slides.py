@@ -35,7 +35,7 @@ from nbconvert import SlidesExporter
 
 sys.path.insert(0, str(Path(__file__).parent))
 import vendor  # noqa: E402
-from build_site import figure_title  # noqa: E402
+from build_site import figure_title, setup_cell  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTH, HEIGHT = 1280, 720
@@ -69,8 +69,11 @@ TEMPLATE = r"""
   overflow-wrap: anywhere;
   overflow: visible;
 }
-/* JupyterLab's CSS makes the editor a table cell */
-.reveal .jp-InputArea-editor { display: block; }
+/* No "In [n]:" / "Out[n]:" prompts on a slide: the code gets the full width. */
+.reveal .jp-InputPrompt, .reveal .jp-OutputPrompt { display: none; }
+.reveal .jp-InputArea, .reveal .jp-OutputArea-child { display: block; overflow: visible; }
+.reveal .jp-InputArea-editor { display: block; width: auto; }
+.reveal pre { box-sizing: border-box; max-width: 100%; }
 .reveal .jp-RenderedImage img {
   max-width: 100%; max-height: {{ resources.deck.max_figure }}px; width: auto; height: auto;
 }
@@ -177,7 +180,7 @@ def prepare_for_slides(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """A copy of ``nb`` with a slide type on every cell and alt text on every figure."""
     deck = copy.deepcopy(nb)
     section = notebook_title(nb)
-    setup = next((c for c in deck.cells if c.cell_type == "code"), None)  # the one-line setup cell
+    setup = setup_cell(deck)
     for cell in deck.cells:
         h = heading(cell)
         if h:

@@ -134,7 +134,8 @@ async ([width, height]) => {
       // scrollHeight/Width: the laid-out content, unscaled. A box inside the slide that
       // scrolls or clips its content hides what the audience should see: count those too.
       const boxes = [...s.querySelectorAll('*')].filter(e => {
-        if (!shown(e)) return false;
+        // MathJax's copy for screen readers is clipped on purpose, never seen
+        if (!shown(e) || e.closest('.MJX_Assistive_MathML, mjx-assistive-mml')) return false;
         const cs = getComputedStyle(e);
         return (e.scrollHeight > e.clientHeight + 1 && cs.overflowY !== 'visible') ||
                (e.scrollWidth > e.clientWidth + 1 && cs.overflowX !== 'visible');
@@ -307,13 +308,16 @@ def pages_under(folder: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--site", type=Path, default=Path("build/site"))
-    parser.add_argument("--slides", type=Path, default=Path("build/slides"))
+    parser.add_argument("--site", type=Path, default=None, help="default: build/site, unless only --slides is given")
+    parser.add_argument("--slides", type=Path, default=None, help="default: build/slides, unless only --site is given")
     parser.add_argument("--shots", type=Path, default=Path("build/screenshots"),
                         help="folder for the screenshots of one page and one deck slide")
     parser.add_argument("--chromium", default=CHROMIUM)
     parser.add_argument("--timeout", type=float, default=15, help="seconds per page")
     args = parser.parse_args(argv)
+    folders = [(f, what) for f, what in ((args.site, "site"), (args.slides, "slides")) if f is not None]
+    if not folders:  # neither given: both, where `make site slides` puts them
+        folders = [(Path("build/site"), "site"), (Path("build/slides"), "slides")]
     chromium = args.chromium if Path(args.chromium).is_file() else shutil.which("chromium")
     if not chromium:
         print(INSTALL_HINT)
@@ -326,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     jobs: list[tuple[Path, str]] = []
     empty = 0  # folders without pages
-    for folder, what in ((args.site, "site"), (args.slides, "slides")):
+    for folder, what in folders:
         found = pages_under(folder) if folder.is_dir() else []
         if not found:
             print(f"FAIL {folder}: no HTML pages (run make {what})")

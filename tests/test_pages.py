@@ -146,12 +146,29 @@ def test_overflowing_slide_fails(checker, tmp_path):
     assert height > 1500  # 40 paragraphs: far past 720
 
 
-def test_long_output_scrolls_inside_the_slide(checker, tmp_path):
+def test_a_long_output_is_shown_whole_and_a_slide_it_overflows_fails(checker, tmp_path):
+    """Nothing scrolls: 200 output lines are all on the slide, so the slide is far too tall."""
     cell = new_code_cell("print(...)")
     cell.outputs = [new_output("stream", name="stdout", text="".join(f"{i}\n" for i in range(200)))]
     deck = build_deck(tmp_path, small_notebook([new_markdown_cell("## Long output"), cell]))
+    [problem] = checker.check(deck).problems
+    assert problem.startswith("slide 3.1 'Long output' overflows: 1280x")
+    assert "199\n" in deck.read_text(encoding="utf-8")  # shown whole, not cut
+
+
+def test_a_box_that_scrolls_or_clips_fails(checker, tmp_path):
+    """A slide whose content fits, but in a box that scrolls: what the audience cannot see."""
+    box = new_markdown_cell('## A scroll box\n\n<div style="height: 80px; overflow: auto">'
+                            + "<br>".join(f"line {i}" for i in range(30)) + "</div>")
+    deck = build_deck(tmp_path, small_notebook([box]))
+    [problem] = checker.check(deck).problems
+    assert problem.startswith("slide 3.1 'A scroll box': 1 box(es) scroll or clip their content (div.")
+
+
+def test_a_long_code_line_wraps_instead_of_running_off_the_slide(checker, tmp_path):
+    wide = new_code_cell("x = " + " + ".join(f"value_{i}" for i in range(60)))
+    deck = build_deck(tmp_path, small_notebook([new_markdown_cell("## Wide code"), wide]))
     assert checker.check(deck).problems == []
-    assert "199\n" in deck.read_text(encoding="utf-8")  # scrolled, not cut
 
 
 def test_visible_solution_output_fails(checker, tmp_path):

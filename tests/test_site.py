@@ -27,7 +27,7 @@ def types(nb):
 
 
 def test_headings_give_the_default_structure_and_solutions_are_skipped():
-    cells = [new_code_cell("setup()"), new_markdown_cell("# 01 · Title"),
+    cells = [new_code_cell("device = setup()"), new_markdown_cell("# 01 · Title"),
              new_markdown_cell("\n## §2 Section"), new_markdown_cell("### Sub"),
              new_markdown_cell("#### Deep"), new_markdown_cell("prose with # inside"),
              new_code_cell("# a comment, not a heading"),
@@ -41,7 +41,8 @@ def test_headings_give_the_default_structure_and_solutions_are_skipped():
 
 def test_a_deck_is_the_core_path_and_speaker_notes_stay_notes():
     deeper = {"tags": ["deeper"], "jp-MarkdownHeadingCollapsed": True}
-    nb = new_notebook(cells=[new_code_cell("setup()"), new_markdown_cell("## §2 Section"), new_code_cell("core()"),
+    nb = new_notebook(cells=[new_code_cell("device = setup()"), new_markdown_cell("## §2 Section"),
+                             new_code_cell("core()"),
                              new_markdown_cell("### Going deeper: more", metadata=deeper),
                              new_code_cell("more()", metadata={"tags": ["deeper"]}),
                              new_markdown_cell("- say this", metadata={"jupyter": {"source_hidden": True},
