@@ -52,21 +52,21 @@ class BareLoop:
     """nanoGPT's training loop on the Trainer's model config, batch, precision and optimizer."""
 
     def __init__(self, trainer: Trainer):
-        self.trainer, self.device = trainer, trainer.device
+        self.trainer, self.device = trainer, trainer.plan.device
         torch.manual_seed(trainer.cfg.seed)
-        self.model = GPT(trainer.model_cfg).to(self.device)
-        opt = trainer.optimizer
+        self.model = GPT(trainer.plan.model_cfg).to(self.device)
+        opt = trainer.parts.optimizer
         self.optimizer = type(opt)(self.model.parameters(), **{k: v for k, v in opt.defaults.items()
                                                                 if k in ("lr", "betas", "eps", "weight_decay",
                                                                          "fused")})
         self.generator = torch.Generator().manual_seed(trainer.cfg.seed + 1)
-        amp = trainer.precision != "fp32"
-        self.autocast = (lambda: torch.autocast(self.device.type, dtype=lookup(trainer.precision).dtype)) \
+        amp = trainer.plan.precision != "fp32"
+        self.autocast = (lambda: torch.autocast(self.device.type, dtype=lookup(trainer.plan.precision).dtype)) \
             if amp else contextlib.nullcontext
 
     def step(self) -> float:
         t = self.trainer
-        windows = sample_windows(t.train_data, t.cfg.batch_size, t.seq_len, self.generator)
+        windows = sample_windows(t.parts.batches.train, t.cfg.batch_size, t.plan.seq_len, self.generator)
         windows = windows.to(self.device, non_blocking=True)
         x, y = windows[:, :-1], windows[:, 1:]
         with self.autocast():
@@ -126,11 +126,11 @@ def compare(cfg: TrainConfig, rounds: int, per_round: int) -> bool:
                  "Trainer, F.cross_entropy, math": with_loss(trainers["F.cross_entropy, math"], lesson_loss),
                  "Trainer, F.cross_entropy, SDPA (now)": with_loss(default, lesson_loss),
                  "bare nanoGPT loop, same model": bare.step}
-        sync = torch.cuda.synchronize if default.device.type == "cuda" else (lambda: None)
+        sync = torch.cuda.synchronize if default.plan.device.type == "cuda" else (lambda: None)
         times = paired(steps, rounds, per_round, sync)
-        tokens = cfg.batch_size * default.seq_len
-        print(f"{cfg.config} config, batch {cfg.batch_size} x {default.seq_len}, {default.precision} on "
-              f"{default.device}, {torch.get_num_threads()} threads; median of {rounds} paired rounds of "
+        tokens = cfg.batch_size * default.plan.seq_len
+        print(f"{cfg.config} config, batch {cfg.batch_size} x {default.plan.seq_len}, {default.plan.precision} on "
+              f"{default.plan.device}, {torch.get_num_threads()} threads; median of {rounds} paired rounds of "
               f"{per_round} steps")
         bare_times = times["bare nanoGPT loop, same model"]
         for name, seconds in times.items():
@@ -141,14 +141,14 @@ def compare(cfg: TrainConfig, rounds: int, per_round: int) -> bool:
         speedup = statistics.median(a / b for a, b in zip(before, now, strict=True))
         overhead = statistics.median(a / b for a, b in zip(now, bare_times, strict=True)) - 1
         print(f"  tokens/s now vs before: {speedup:.2f}x; Trainer overhead over the bare loop: {overhead:+.1%}")
-        ours = default.flops_per_step
-        theirs = nanogpt_flops_per_step(default.raw_model, cfg.batch_size, default.seq_len)
+        ours = default.plan.flops_per_step
+        theirs = nanogpt_flops_per_step(default.parts.raw_model, cfg.batch_size, default.plan.seq_len)
         print(f"  FLOPs per step: ours (3 x exact forward) {ours:,.0f}; nanoGPT's 6N + 12LHQT {theirs:,.0f} "
               f"({ours / theirs:.3f}x: its N also counts the LayerNorms and biases and, the model being untied, "
               f"the token table, whose lookup is no matmul)")
         for trainer in trainers.values():
             trainer.close()
-        return report("trainer-overhead", 1 + overhead, machine(default.device), "x the bare loop's step time")
+        return report("trainer-overhead", 1 + overhead, machine(default.plan.device), "x the bare loop's step time")
 
 
 def main() -> int:
@@ -185,7 +185,7 @@ def main() -> int:
     print(f"{cfg.config} config{' compiled' if cfg.compile else ''}: {tokens:,.0f} tokens/s, MFU {mfu:.1%} against "
           f"{trainer.peak / 1e12:.4g} TFLOP/s ({trainer.peak_source}); loss {records[0]['loss']:.3f} -> "
           f"{records[-1]['loss']:.3f}")
-    ok &= report("gpt2-small-train-mfu", mfu, machine(trainer.device),
+    ok &= report("gpt2-small-train-mfu", mfu, machine(trainer.plan.device),
                  f" ({tokens:,.0f} tokens/s; peak {trainer.peak / 1e12:.4g} TFLOP/s, {trainer.peak_source})")
     return 0 if ok else 1
 

@@ -90,17 +90,18 @@ def test_torchrun_on_cpus_uses_gloo_without_a_device(monkeypatch, process_group)
 
 
 def test_the_trainer_gets_its_device_from_start_process(monkeypatch, tmp_path):
-    """The Trainer resolves its device in one place, start_process (what the tests above cover)."""
+    """The Trainer resolves its device in one place, resolve.start_process (what the tests above cover)."""
     class Resolved(Exception):
         pass
 
     def record(device):
         raise Resolved(device)
 
-    from lecture_utils.train import TrainConfig, Trainer, loop
+    from lecture_utils.train import TrainConfig, Trainer
 
-    monkeypatch.setattr(loop, "start_process", record)
+    monkeypatch.setattr(resolve, "start_process", record)
     with pytest.raises(Resolved) as raised:
         Trainer(TrainConfig(steps=1, device="cuda"), tmp_path / "run")
     assert raised.value.args == ("cuda",)
+    monkeypatch.undo()
     assert resolve.start_process is start_process  # the one home of the setup

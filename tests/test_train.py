@@ -1,5 +1,6 @@
 """The trainer's pieces against torch's, and the end-to-end guarantees of its CLI."""
 
+import dataclasses
 import json
 import math
 import os
@@ -288,27 +289,31 @@ def test_trainer_loss_falls_and_logs_every_step(tmp_path):
     assert set(lines[0]) >= {"step", "loss", "lr", "grad_norm", "tokens_per_s", "mfu"}
 
 
-@pytest.mark.parametrize("world", [1, 2])
-def test_logged_tokens_per_s_and_mfu_from_a_fixed_peak_and_clock(tmp_path, monkeypatch, world):
+def test_logged_tokens_per_s_and_mfu_from_a_fixed_peak_and_clock(tmp_path, monkeypatch):
     """A fixed peak (no measurement) and a clock that advances 0.25 s per reading, so every step
-    takes exactly 0.25 s. world=2 is rank 0 of two processes (it trains its half of each batch):
-    the MFU divides by the peak of *both* devices, so it is half the one-process MFU."""
+    takes exactly 0.25 s. As rank 0 of two processes (it trains its half of each batch) the MFU
+    divides by the peak of *both* devices, so it is half the one-process MFU."""
+    import dataclasses
     import types
+
+    from lecture_utils.train import trainer as trainer_module
+    from lecture_utils.train.resolve import Process
 
     cfg = train.TrainConfig(steps=2, batch_size=4, seq_len=32, warmup=0, val_every=0)
     tokens = np.random.default_rng(0).integers(0, 8192, 4096, dtype=np.uint16)  # no 100 MB file to verify
     trainer = train.Trainer(cfg, tmp_path, progress=False, echo=lambda m: None, train_data=tokens, val_data=tokens)
-    trainer.world = world
     trainer.peak = 1e9  # FLOP/s per device, instead of the benchmark
     ticks = iter(range(1000))
-    monkeypatch.setattr(train.loop, "time", types.SimpleNamespace(perf_counter=lambda: 0.25 * next(ticks)))
+    monkeypatch.setattr(trainer_module, "time", types.SimpleNamespace(perf_counter=lambda: 0.25 * next(ticks)))
     records = trainer.run()
     assert [r["tokens_per_s"] for r in records] == [512.0, 512.0]  # 4 sequences x 32 tokens / 0.25 s
-    flops = trainer.flops_per_step  # forward + backward of the global batch of 4
-    expected_mfu = flops / 0.25 / (1e9 * world)  # 1 process: flops * 4e-9; 2 processes: flops * 2e-9
-    assert [r["mfu"] for r in records] == [pytest.approx(expected_mfu, rel=1e-12)] * 2
+    flops = trainer.plan.flops_per_step  # forward + backward of the global batch of 4
+    assert [r["mfu"] for r in records] == [pytest.approx(flops / 0.25 / 1e9, rel=1e-12)] * 2
     logged = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
     assert [(r["tokens_per_s"], r["mfu"]) for r in logged] == [(r["tokens_per_s"], r["mfu"]) for r in records]
+    two = dataclasses.replace(trainer.plan, process=Process(trainer.plan.device, rank=0, world=2))
+    record = trainer_module.step_record(1, 9.0, 0.0, 1.0, 0.25, two, cfg, 1e9)
+    assert record["mfu"] == pytest.approx(flops / 0.25 / 2e9, rel=1e-12)  # half: two devices' peak
 
 
 def test_a_given_peak_skips_the_benchmark_and_is_what_mfu_divides_by(tmp_path, monkeypatch):
@@ -323,7 +328,7 @@ def test_a_given_peak_skips_the_benchmark_and_is_what_mfu_divides_by(tmp_path, m
     trainer = train.Trainer(cfg, tmp_path, progress=False, echo=lambda m: None, train_data=tokens, val_data=tokens)
     records = trainer.run()
     seconds = [4 * 32 / r["tokens_per_s"] for r in records]  # 4 sequences x 32 tokens per step
-    assert [r["mfu"] for r in records] == [pytest.approx(trainer.flops_per_step / s / 2e9) for s in seconds]
+    assert [r["mfu"] for r in records] == [pytest.approx(trainer.plan.flops_per_step / s / 2e9) for s in seconds]
     with pytest.raises(ValueError, match=r"peak_flops must be in \(0, inf\), got -1"):
         train.TrainConfig(steps=1, peak_flops=-1)
 
@@ -358,16 +363,16 @@ def test_out_of_memory_halves_the_micro_batch(tmp_path, monkeypatch):
     messages = []
     trainer = train.Trainer(cfg, tmp_path, progress=False, echo=messages.append)
     trainer.peak = 1e12  # no CPU matmul benchmark
-    forward = trainer.model.forward
+    forward = trainer.parts.model.forward
 
     def forward_that_ooms_on_big_batches(x):
         if x.shape[0] > 2:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
         return forward(x)
 
-    monkeypatch.setattr(trainer.model, "forward", forward_that_ooms_on_big_batches)
+    monkeypatch.setattr(trainer.parts.model, "forward", forward_that_ooms_on_big_batches)
     records = trainer.run()
-    assert (trainer.micro, trainer.accum) == (2, 4)  # 8 = 2 x 4: the effective batch is kept
+    assert (trainer.parts.batches.micro, trainer.parts.batches.accum) == (2, 4)  # 8 = 2 x 4: the batch is kept
     assert len(records) == 2 and all(np.isfinite(r["loss"]) for r in records)
     assert sum("micro-batch halved" in m for m in messages) == 2
 
@@ -378,10 +383,8 @@ def test_trainer_config_validation(tmp_path):
         with pytest.raises(ValueError):
             train.TrainConfig(**bad)
     cfg = train.TrainConfig()
-    cfg.steps = 0  # changed after it was made: the Trainer checks again
-    with pytest.raises(ValueError):
-        train.Trainer(cfg, tmp_path, progress=False)
-    assert train.TrainConfig(steps=5).warmup == 5 and train.TrainConfig().warmup == 20  # min(20, steps)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.steps = 0  # checked once, where it was made: it cannot change after that
     assert train.TrainConfig(precision="BF16", config="Tiny").precision == "bf16"  # normalised
     with pytest.raises(ValueError, match="torchrun"):
         train.Trainer(train.TrainConfig(zero1=True, steps=2, warmup=0), tmp_path, progress=False)
@@ -393,8 +396,8 @@ def test_trainer_honours_lecture_device(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setenv("LECTURE_DEVICE", "cpu")
     trainer = train.Trainer(train.TrainConfig(steps=2), tmp_path, progress=False)
-    assert trainer.device == torch.device("cpu")
-    assert (trainer.precision, trainer.optimizer_name) == ("fp32", "lecture")  # the CPU's defaults
+    assert trainer.plan.device == torch.device("cpu")
+    assert (trainer.plan.precision, trainer.plan.optimizer) == ("fp32", "lecture")  # the CPU's defaults
 
 
 def test_trainer_reads_lecture_data_when_built(tmp_path, monkeypatch):
@@ -424,10 +427,14 @@ def test_help_lists_every_config_field_with_its_default(capsys):
 
 def test_the_default_warmup_fits_short_runs():
     """`--steps 5` with the default warm-up (20) used to be refused; tests/test_install.py runs
-    exactly that command end to end."""
-    assert train.TrainConfig(steps=5).warmup == 5
-    assert train.TrainConfig(steps=100).warmup == 20
-    assert train.TrainConfig(steps=100, warmup=0).warmup == 0
+    exactly that command end to end. The config keeps what was given (None: the default); the
+    plan resolves it."""
+    from lecture_utils.train.resolve import _warmup
+
+    assert train.TrainConfig(steps=5).warmup is None
+    assert _warmup(train.TrainConfig(steps=5), None) == 5 and _warmup(train.TrainConfig(steps=100), None) == 20
+    assert _warmup(train.TrainConfig(steps=100, warmup=0), None) == 0
+    assert _warmup(train.TrainConfig(steps=100), {"resolved": {"warmup": 7}}) == 7  # a resumed run keeps its own
 
 
 def test_lecture_device_cuda_without_a_gpu_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
@@ -574,3 +581,15 @@ class TestTwoGlooProcesses:  # its own xdist unit (tests/conftest.py)
         ddp_losses, one_losses = _losses(tmp_path / "ddp"), _losses(tmp_path / "one")
         assert list(ddp_losses) == list(range(1, 7))
         assert ddp_losses[6] == pytest.approx(one_losses[6], rel=1e-5)
+
+
+def test_the_trainer_stays_small_enough_to_read():
+    """resolve -> build -> loop: the class holds the run's state and its loop, nothing else
+    (issue 23: no method over 40 lines, the class at most 150)."""
+    import ast
+    from pathlib import Path
+
+    source = (Path(train.__file__).parent / "trainer.py").read_text(encoding="utf-8")
+    [cls] = [n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "Trainer"]
+    methods = {f.name: f.end_lineno - f.lineno + 1 for f in cls.body if isinstance(f, ast.FunctionDef)}
+    assert cls.end_lineno - cls.lineno + 1 <= 150 and max(methods.values()) <= 40, methods

@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TOKENS = np.random.default_rng(0).integers(0, 8192, 20_000).astype(np.uint16)
 
 
-def _trainer(tmp_path, name="run", **overrides) -> Trainer:
-    cfg = TrainConfig(config="tiny", steps=2, batch_size=4, seq_len=32, warmup=0, val_every=0, device="cpu",
+def _trainer(tmp_path, name="run", steps=2, **overrides) -> Trainer:
+    cfg = TrainConfig(config="tiny", steps=steps, batch_size=4, seq_len=32, warmup=0, val_every=0, device="cpu",
                       precision="fp32", optimizer="lecture", seed=3)
     trainer = Trainer(cfg, tmp_path / name, progress=False, echo=lambda m: None, train_data=TOKENS, val_data=TOKENS,
                       **overrides)
@@ -48,13 +48,13 @@ def test_sdpa_and_math_attention_agree_on_logits_and_gradients():
 
 def test_the_trainer_runs_sdpa_and_counts_the_math_models_flops(tmp_path):
     trainer = _trainer(tmp_path)
-    assert trainer.model_cfg.attention == "sdpa"
-    assert all(block.attn.attention == "sdpa" for block in trainer.raw_model.blocks)
+    assert trainer.plan.model_cfg.attention == "sdpa"
+    assert all(block.attn.attention == "sdpa" for block in trainer.parts.raw_model.blocks)
     # the FLOPs it divides by: FlopCounterMode on the math model (every matmul visible) of one sequence
     math_model = GPT(get_config("tiny", attention="math"))
     counted = count_flops(math_model, torch.zeros(1, 32, dtype=torch.long), backward=False)
     assert counted.forward == transformer_flops(**get_config("tiny").flops_kwargs(32))
-    assert trainer.flops_per_step == 3 * counted.forward * 4
+    assert trainer.plan.flops_per_step == 3 * counted.forward * 4
     trainer.close()
 
 
@@ -85,11 +85,11 @@ def test_a_trainer_step_is_the_bare_loops_step(tmp_path):
     bench = _benchmark()
     trainer = _trainer(tmp_path)
     bare = bench.BareLoop(trainer)  # seeded like the Trainer: the same initial weights
-    for p, q in zip(trainer.raw_model.parameters(), bare.model.parameters(), strict=True):
+    for p, q in zip(trainer.parts.raw_model.parameters(), bare.model.parameters(), strict=True):
         assert torch.equal(p, q)
     bench.trainer_step(trainer)
     bare.step()  # its generator draws the same windows as the Trainer's
-    for (name, p), q in zip(trainer.raw_model.named_parameters(), bare.model.parameters(), strict=True):
+    for (name, p), q in zip(trainer.parts.raw_model.named_parameters(), bare.model.parameters(), strict=True):
         torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-7, msg=name)
     trainer.close()
 
@@ -107,12 +107,11 @@ def test_nanogpt_flop_formula_against_the_exact_count():
 
 
 def test_a_math_attention_checkpoint_resumes_under_sdpa(tmp_path):
-    before = _trainer(tmp_path, model_overrides={"attention": "math"})
-    before.cfg.steps = 1
+    before = _trainer(tmp_path, steps=1, model_overrides={"attention": "math"})
     before.run()
     before.close()
     after = _trainer(tmp_path, resume=True)  # the default, SDPA: the same model, so no refusal
-    assert after.step == 1 and after.model_cfg.attention == "sdpa"
+    assert after.step == 1 and after.plan.model_cfg.attention == "sdpa"
     after.close()
     with pytest.raises(ValueError, match="another model"):
         _trainer(tmp_path, resume=True, model_overrides={"d_model": 32, "n_heads": 2})

@@ -17,14 +17,14 @@ import importlib
 # Ctrl-C during the start is one line.
 _HOMES = {"seed_everything": ("lecture_utils.device", "seed_all"), "build_parser": "cli", "main": "cli",
           "OPTIMIZERS": "config", "PRECISIONS": "config", "TrainConfig": "config",
-          "Trainer": "loop", "clip_grad_norm": "loop", "cosine_lr": "loop", "evaluate": "loop",
+          "Trainer": "trainer", "clip_grad_norm": "loop", "cosine_lr": "loop", "evaluate": "loop",
           "train_step": "loop", "CHECKPOINT": "run", "LOG": "run", "load_checkpoint": "checkpoint",
           "read_checkpoint": "checkpoint", "rng_state": "checkpoint", "save_checkpoint": "checkpoint",
           "set_rng_state": "checkpoint"}
 __all__ = sorted(_HOMES)
 
 
-_MODULES = ("checkpoint", "cli", "config", "loop", "resolve", "run")
+_MODULES = ("build", "checkpoint", "cli", "config", "loop", "resolve", "run", "trainer")
 
 
 def __getattr__(name: str):

@@ -97,6 +97,19 @@ def _layout_problem(payload) -> str | None:
     return None
 
 
+def resume_from(path: Path, model, optimizer, generator, what: str) -> int:
+    """The lesson's load_checkpoint, for --resume: a checkpoint that does not fit ``model`` and
+    ``optimizer`` (another size, another optimizer, no sampler state) is one ValueError naming the
+    file and why. Returns the step."""
+    try:
+        return load_checkpoint(path, model, optimizer, generator=generator)
+    except (ValueError, RuntimeError, KeyError, IndexError, TypeError, AttributeError) as err:
+        if isinstance(err, ValueError) and str(path) in str(err):  # read_checkpoint's: it names the file
+            raise
+        reason = str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__
+        raise ValueError(f"{path} cannot be loaded into this run's {what} and optimizer: {reason}") from None
+
+
 # >>> lesson code from py_src/08_training_loop.py: edit it there, then `make export`
 def save_checkpoint(path, model, optimizer, step: int, *, generator=None, **extra) -> Path:
     """Save model, optimizer, step, every RNG state and ``extra`` (plain data) atomically."""

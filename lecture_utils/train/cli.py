@@ -28,9 +28,9 @@ import torch.distributed as dist
 
 from lecture_utils.console import describe, guarded_output
 from lecture_utils.train.config import TrainConfig
-from lecture_utils.train.loop import Trainer
 from lecture_utils.train.resolve import launched_by_torchrun
 from lecture_utils.train.run import CHECKPOINT, CURVES, LOG, RunError, read_log
+from lecture_utils.train.trainer import Trainer
 
 _PLOTTED = ("step", "loss", "lr", "tokens_per_s")  # what every record must hold to be drawn
 

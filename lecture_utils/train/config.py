@@ -1,7 +1,9 @@
-"""What a training run is asked to do: ``TrainConfig``, checked where it is made (an edge).
+"""What a training run is asked to do: ``TrainConfig``, checked once, where it is made (an edge).
 
 Each field is written once, with its default and its help (``metadata={"help": ...}``);
-the command line (``lecture_utils/train/cli.py``) is generated from these fields.
+the command line (``lecture_utils/train/cli.py``) is generated from these fields. The config
+is frozen: what a field leaves open (``None``: the device, the precision, the warm-up...) is
+decided by ``lecture_utils/train/resolve.py``, never written back here.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ def _help(text: str, **more) -> dict:
     return {"help": text, **more}
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainConfig:
     config: str = field(default="tiny", metadata=_help(f"model size: {', '.join(CONFIGS)}"))
     steps: int = field(default=200, metadata=_help("optimizer steps in all", required=True))
@@ -51,35 +53,33 @@ class TrainConfig:
         "at the start on a CPU/MPS; give it to skip that measurement)"))
 
     def __post_init__(self) -> None:
-        self.validate()
-
-    def validate(self) -> None:
         """Check every field (and normalise it); one error naming the value and what is valid."""
-        self.config = validate.choice(self.config, CONFIGS, "config")
+        def put(name, value):  # frozen: the checked, normalised value replaces the given one here only
+            object.__setattr__(self, name, value)
+
+        put("config", validate.choice(self.config, CONFIGS, "config"))
         for name in ("steps", "batch_size", "accum", "val_batches"):
-            setattr(self, name, validate.integer(getattr(self, name), name, low=1))
-        if self.warmup is None:
-            self.warmup = min(DEFAULT_WARMUP, self.steps)
-            self.default_warmup = True  # not a field: --resume then keeps the run's own warm-up
+            put(name, validate.integer(getattr(self, name), name, low=1))
         for name in ("val_every", "ckpt_every"):
-            setattr(self, name, validate.integer(getattr(self, name), name, low=0))
-        self.seed = validate.integer(self.seed, "seed", low=0, high=2**32 - 1)  # numpy's seed range
-        self.warmup = validate.integer(self.warmup, "warmup", low=0, high=self.steps)
+            put(name, validate.integer(getattr(self, name), name, low=0))
+        put("seed", validate.integer(self.seed, "seed", low=0, high=2**32 - 1))  # numpy's seed range
+        if self.warmup is not None:
+            put("warmup", validate.integer(self.warmup, "warmup", low=0, high=self.steps))
         if self.seq_len is not None:
-            self.seq_len = validate.integer(self.seq_len, "seq_len", low=2)
+            put("seq_len", validate.integer(self.seq_len, "seq_len", low=2))
         if self.batch_size % self.accum:
             raise ValueError(f"batch_size ({self.batch_size}) must be divisible by accum ({self.accum})")
-        self.lr = validate.positive(self.lr, "lr")
-        self.min_lr = validate.number(self.min_lr, "min_lr", low=0, high=self.lr)
-        self.weight_decay = validate.number(self.weight_decay, "weight_decay", low=0)
-        self.clip = validate.positive(self.clip, "clip")
+        put("lr", validate.positive(self.lr, "lr"))
+        put("min_lr", validate.number(self.min_lr, "min_lr", low=0, high=self.lr))
+        put("weight_decay", validate.number(self.weight_decay, "weight_decay", low=0))
+        put("clip", validate.positive(self.clip, "clip"))
         if self.precision is not None:
-            self.precision = validate.choice(self.precision, PRECISIONS, "precision")
+            put("precision", validate.choice(self.precision, PRECISIONS, "precision"))
         if self.optimizer is not None:
-            self.optimizer = validate.choice(self.optimizer, OPTIMIZERS, "optimizer")
+            put("optimizer", validate.choice(self.optimizer, OPTIMIZERS, "optimizer"))
         for name in ("deterministic", "zero1", "compile"):
             validate.instance(getattr(self, name), bool, name)
         if self.device is not None:
             validate.instance(self.device, str, "device")  # get_device checks that it exists
         if self.peak_flops is not None:
-            self.peak_flops = validate.positive(self.peak_flops, "peak_flops")
+            put("peak_flops", validate.positive(self.peak_flops, "peak_flops"))

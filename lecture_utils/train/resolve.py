@@ -1,13 +1,19 @@
-"""Where this process trains: its device, and its rank among torchrun's processes.
+"""Resolve: what a ``TrainConfig`` leaves open, decided once per process, before anything is built.
 
-Resolved once per process, before anything is built. The order matters on CUDA: the
-device carries its index (``cuda:$LOCAL_RANK`` under torchrun, the current device
-otherwise), ``torch.cuda.set_device`` makes it current, and only then does NCCL start,
-told its device (``device_id``) so that its communicator binds to that GPU at once.
+The device (and this process's rank under torchrun), the precision and its autocast
+context, the optimizer, the sequence length and micro-batch, the warm-up, the FLOPs of a
+step: a frozen ``Plan``. The order matters on CUDA: the device carries its index
+(``cuda:$LOCAL_RANK`` under torchrun, the current device otherwise), ``torch.cuda.set_device``
+makes it current, and only then does NCCL start, told its device (``device_id``) so that its
+communicator binds to that GPU at once. A batch that cannot fit is refused here, before
+anything is allocated.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +21,16 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from lecture_utils.device import get_device
+from lecture_utils.device import get_device, seed_all
+from lecture_utils.dtypes import lookup
+from lecture_utils.flops import transformer_flops
+from lecture_utils.models import GPTConfig, get_config
+from lecture_utils.train.config import DEFAULT_WARMUP, TrainConfig
+
+# What --resume compares with the checkpoint's run (besides the model's shape): a change is
+# refused unless allow_config_change (then warned about and logged). --steps may grow.
+OPTIMISATION_FIELDS = ("lr", "min_lr", "warmup", "weight_decay", "clip", "batch_size", "accum", "seed",
+                       "deterministic")
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,117 @@ def start_process(device: str | None = None) -> Process:
         else:
             dist.init_process_group("gloo")
     return Process(chosen, dist.get_rank(), dist.get_world_size())
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every choice a run makes, concrete: the Trainer builds and loops from this alone."""
+
+    process: Process
+    model_cfg: GPTConfig
+    seq_len: int
+    micro: int  # sequences per micro-step, summed over the processes
+    precision: str  # fp32, bf16 or fp16 (autocast's dtype)
+    optimizer: str  # "lecture" (lecture_utils.optim.AdamW) or "fused" (torch's, CUDA only)
+    warmup: int
+    flops_per_step: int  # 3 x the exact forward count x the global batch
+
+    @property
+    def device(self) -> torch.device:
+        return self.process.device
+
+    def autocast(self):
+        """The forward pass's context: ``nullcontext()`` in fp32, ``torch.autocast`` otherwise."""
+        if self.precision == "fp32":
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=lookup(self.precision).dtype)
+
+    def resolved(self) -> dict:
+        """What the checkpoint records of these choices (--resume compares them)."""
+        return {"seq_len": self.seq_len, "precision": self.precision, "optimizer": self.optimizer,
+                "warmup": self.warmup}
+
+
+def resolve(cfg: TrainConfig, *, model_overrides: dict | None = None, saved: dict | None = None) -> Plan:
+    """The Plan for ``cfg`` in this process. ``saved``: the checkpoint's ``extra`` when resuming
+    (a warm-up left to its default keeps the run's own, not min(20, the new --steps))."""
+    if cfg.zero1 and not launched_by_torchrun():
+        raise ValueError("--zero1 shards optimizer state across processes: launch with torchrun")
+    process = start_process(cfg.device)
+    seed_all(cfg.seed, cfg.deterministic)
+    # SDPA attention: the Trainer's FLOPs come from the analytic count (transformer_flops), not from
+    # FlopCounterMode, so the fused kernel costs no accounting; the notebooks that count keep "math".
+    model_cfg = get_config(cfg.config, **{"attention": "sdpa", **(model_overrides or {})})
+    seq_len = cfg.seq_len or model_cfg.seq_len
+    if seq_len > model_cfg.seq_len:
+        raise ValueError(f"seq_len {seq_len} > the {cfg.config} model's {model_cfg.seq_len}")
+    micro = cfg.batch_size // cfg.accum
+    if micro % process.world:
+        raise ValueError(f"micro-batch {micro} is not divisible by {process.world} processes")
+    optimizer = cfg.optimizer or ("fused" if process.device.type == "cuda" else "lecture")
+    if optimizer == "fused" and process.device.type != "cuda":
+        raise ValueError("the fused AdamW runs on CUDA only; use --optimizer lecture")
+    check_fits(model_cfg, micro // process.world, seq_len, process.device, batch_size=cfg.batch_size,
+               accum=cfg.accum)  # before anything is allocated
+    return Plan(process, model_cfg, seq_len, micro,
+                precision=cfg.precision or ("bf16" if process.device.type == "cuda" else "fp32"),
+                optimizer=optimizer, warmup=_warmup(cfg, saved),
+                flops_per_step=3 * transformer_flops(**model_cfg.flops_kwargs(seq_len)) * cfg.batch_size)
+
+
+def _warmup(cfg: TrainConfig, saved: dict | None) -> int:
+    if cfg.warmup is not None:
+        return cfg.warmup
+    before = ((saved or {}).get("resolved") or {}).get("warmup", ((saved or {}).get("train") or {}).get("warmup"))
+    return min(before if isinstance(before, int) else DEFAULT_WARMUP, cfg.steps)
+
+
+def settings_change(payload: dict, cfg: TrainConfig, plan: Plan, path: Path) -> dict:
+    """The checkpoint's run against this one, before anything is built: fewer --steps than done
+    and another model are refused (ValueError); returns the changed optimisation settings
+    ({name: [before, now]}), which the caller refuses unless --allow-config-change."""
+    extra = payload.get("extra") if isinstance(payload.get("extra"), dict) else {}
+    if payload["step"] > cfg.steps:  # --steps is the run's total: fewer than done is no setting change
+        raise ValueError(f"{path} is at step {payload['step']}, beyond --steps {cfg.steps} (the run's total "
+                         f"number of steps): pass --steps {payload['step']} or more to continue it")
+    saved_model, model = extra.get("config"), json.loads(json.dumps(dataclasses.asdict(plan.model_cfg)))
+    if isinstance(saved_model, dict):  # math and SDPA attention compute the same model: either resumes
+        saved_model = {k: v for k, v in saved_model.items() if k != "attention"}
+        model.pop("attention")
+    if isinstance(saved_model, dict) and json.loads(json.dumps(saved_model)) != model:
+        diff = ", ".join(f"{k} {saved_model.get(k)} vs {v}" for k, v in model.items() if saved_model.get(k) != v)
+        was = (extra.get("train") or {}).get("config", "?")
+        raise ValueError(f"{path} holds another model than --config {cfg.config} ({diff}): resume "
+                         f"with the run's own --config {was}")
+    saved = {**{k: v for k, v in (extra.get("train") or {}).items() if k in OPTIMISATION_FIELDS},
+             **(extra.get("resolved") or {})}
+    now = {**{k: getattr(cfg, k) for k in OPTIMISATION_FIELDS}, **plan.resolved()}
+    return {k: [saved[k], now[k]] for k in now if k in saved and saved[k] is not None and saved[k] != now[k]}
+
+
+def check_settings(payload: dict, cfg: TrainConfig, plan: Plan, path: Path, allow: bool, say) -> dict | None:
+    """``settings_change``, refused unless ``allow`` (--allow-config-change: then one warning line,
+    and the change is returned for the log)."""
+    changed = settings_change(payload, cfg, plan, path)
+    if not changed:
+        return None
+    text = ", ".join(f"{k.replace('_', '-')} {a} -> {b}" for k, (a, b) in changed.items())
+    if not allow:
+        raise ValueError(f"--resume with settings that differ from {path}'s run ({text}): rerun with the "
+                         "run's own values, or pass --allow-config-change to continue with the new ones")
+    say(f"warning: resuming with changed settings: {text} (recorded in log.jsonl)")
+    return changed
+
+
+def peak_flops(plan: Plan) -> tuple[float, str]:
+    """What MFU divides by, and where it came from: a GPU's dense spec-sheet peak, or (CPU, MPS, a
+    GPU missing from the table) the best matmul measured here, which makes MFU a fraction of that."""
+    from lecture_utils.bench import peak_flops as best
+
+    peak = best(plan.device, plan.precision, n=1024 if plan.device.type == "cpu" else 8192, min_run_time=0.05)
+    if peak.is_measured:
+        return peak.flops_per_s, f"{peak.source}; MFU is relative to that matmul, not a datasheet peak"
+    return peak.flops_per_s, peak.source
 
 
 def available_bytes(device: torch.device) -> int | None:

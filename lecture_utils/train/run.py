@@ -256,6 +256,28 @@ class RunFolder:
             os.replace(p, target / p.name)
         return target
 
+    def open(self, *, resume: bool, overwrite: bool, say) -> BaseException | None:
+        """Take --out for a run: its lock, stale temporaries, the previous run (moved aside with
+        --overwrite, refused without --resume) and a fresh log. Returns what refused it, if anything
+        (under torchrun every rank must hear of it before anyone raises)."""
+        try:
+            if overwrite:
+                self.refuse_foreign()  # before the lock: a folder holding anything else stays as it is
+            self.acquire()
+            self.clean_stale_temporaries()
+            if resume:
+                return None
+            if overwrite:
+                moved = self.move_aside()
+                if moved:
+                    say(f"--overwrite: moved the previous run to {moved}")
+            else:
+                self.refuse_existing()
+            self.write(LOG, "", what="start the log")
+        except (ValueError, RunError, OSError) as err:
+            return err
+        return None
+
     # -- the log
 
     def clean_log(self, up_to_step: int) -> list[dict]:
@@ -312,3 +334,14 @@ class RunFolder:
             raise RunError(f"cannot save the step-{step} checkpoint to {path}: {describe(cause)}; "
                            f"{self.kept()}") from None
         self.saved = step
+
+
+def resume_payload(out: Path) -> dict:
+    """The checkpoint --resume continues: one ValueError naming the file and why, if there is none
+    or it cannot be used (read_checkpoint: truncated, flipped bytes, another program's pickle)."""
+    from lecture_utils.train.checkpoint import read_checkpoint  # checkpoint imports this module
+
+    path = Path(out) / CHECKPOINT
+    if not path.is_file():
+        raise ValueError(RunFolder(out).nothing_to_resume())
+    return read_checkpoint(path)
