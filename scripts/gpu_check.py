@@ -441,16 +441,6 @@ STAGES = _stages()
 # --- the parent: one fresh process per stage, the report rewritten after each ----------------
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """A sibling temporary file, flushed to disk, then os.replace: a reader sees the old file or the new."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def _nvidia_smi(field: str) -> str:
     """One field of the first GPU from nvidia-smi (the parent never initialises CUDA itself)."""
     try:
@@ -593,13 +583,17 @@ class Check:
         return code if code is not None else 1
 
     def write(self) -> None:
+        from lecture_utils.files import (
+            write_text,  # each one atomic: the old file or the new, never half
+        )
+
         self.report["seconds"] = round(self.elapsed(), 1)
         out = self.args.out
-        _write_atomically(out / "summary.md", summary_markdown(self.report))
-        _write_atomically(out / "reference.md", fill_reference(self.reference, self.report))
-        _write_atomically(out / "logs.txt", "".join(self.logs[n] for n in self.names if n in self.logs))
+        write_text(out / "summary.md", summary_markdown(self.report))
+        write_text(out / "reference.md", fill_reference(self.reference, self.report))
+        write_text(out / "logs.txt", "".join(self.logs[n] for n in self.names if n in self.logs))
         # last: once report.json says a stage ran, the other three already say so too
-        _write_atomically(out / "report.json", json.dumps(self.report, indent=2) + "\n")
+        write_text(out / "report.json", json.dumps(self.report, indent=2) + "\n")
 
 
 def brief(row: dict) -> str:

@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import gpu_check  # noqa: E402
 
+from lecture_utils.files import write_text  # noqa: E402
+
 NOTEBOOK = '''# ---
 # jupyter:
 #   kernelspec:
@@ -185,7 +187,7 @@ def test_the_reference_gets_its_measured_column_filled_and_keeps_the_published_o
     before = (ROOT / "docs" / "gpu" / "reference.md").read_text(encoding="utf-8")
     reference = tmp_path / "reference.md"
     reference.write_text(before)
-    gpu_check._write_atomically(reference, gpu_check.fill_reference(before, fake_report(result)))
+    write_text(reference, gpu_check.fill_reference(before, fake_report(result)))
     after = reference.read_text()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".reference")] == []  # no temp left
     old, new = table_cells(before), table_cells(after)

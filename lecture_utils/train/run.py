@@ -1,6 +1,6 @@
 """A run folder that never loses work: the machinery around the lesson's checkpoint functions.
 
-``RunFolder`` owns ``--out`` for one trainer: a lock file (``fcntl.flock``, released when
+``RunFolder`` owns ``--out`` for one trainer: a lock file (``files.FolderLock``, released when
 the process exits, so a lock left by a killed trainer is simply taken over), stale temporary
 files of dead processes removed at start, an existing run refused unless ``--resume`` (or
 moved aside with ``--overwrite``, never deleted), an append-only log that tolerates a torn
@@ -12,7 +12,6 @@ checkpoint the Trainer writes; ``read_checkpoint`` checks it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -22,6 +21,7 @@ from pathlib import Path
 import torch
 
 from lecture_utils.console import describe
+from lecture_utils.files import TEMPORARY, FolderLock, move_in, temporary, write_text
 
 # A run's own files in --out: what --overwrite moves aside (the lock stays: this trainer holds it).
 CHECKPOINT = "checkpoint.pt"
@@ -30,7 +30,6 @@ SUMMARY = "summary.json"
 CURVES = "curves.png"
 LOCK = ".lock"
 RUN_FILES = (CHECKPOINT, LOG, SUMMARY, CURVES, LOCK)
-_TMP = re.compile(r"^\..+\.tmp-(\d+)$")  # .checkpoint.pt.tmp-PID, .log.jsonl.tmp-PID, ...
 _PREVIOUS = re.compile(r"previous-\d+")
 
 
@@ -85,21 +84,6 @@ def payload_digest(model_state: dict, optimizer_state: dict, step: int, rng: dic
 
     feed([model_state, optimizer_state, int(step), rng])
     return h.hexdigest()
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
 
 
 def read_log(path: Path) -> tuple[list[dict], str | None]:
@@ -165,26 +149,15 @@ class RunFolder:
     def acquire(self) -> None:
         """Take the folder's lock, or one line naming the trainer that holds it (ValueError)."""
         self.out.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
+        self._lock = FolderLock(self.out / LOCK)
+        if not self._lock.acquire(note=f"{os.getpid()}\n"):
+            holder, self._lock = self._lock.holder() or "unknown", None
             raise ValueError(f"--out {self.out} is in use by another trainer (PID {holder}, lock "
-                             f"{self.out / LOCK}); wait for it to finish or use another --out") from None
-        except BaseException:
-            os.close(fd)
-            raise
-        os.ftruncate(fd, 0)  # a lock left by a dead PID is taken over here
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._lock = fd
+                             f"{self.out / LOCK}); wait for it to finish or use another --out")
 
     def release(self) -> None:
         if self._lock is not None:
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._lock, 0)
-            os.close(self._lock)  # closing the descriptor releases the flock
+            self._lock.release()
             self._lock = None
 
     def __del__(self):
@@ -193,7 +166,7 @@ class RunFolder:
     def clean_stale_temporaries(self) -> None:
         """Remove ``.NAME.tmp-PID`` files left by processes that no longer exist."""
         for path in self.out.iterdir():
-            match = _TMP.match(path.name)
+            match = TEMPORARY.match(path.name)
             if match and (int(match[1]) == os.getpid() or not _alive(int(match[1]))):
                 with contextlib.suppress(OSError):
                     path.unlink()
@@ -231,7 +204,7 @@ class RunFolder:
         if not self.out.is_dir():
             return []
         return sorted(p.name for p in self.out.iterdir()
-                      if p.name not in RUN_FILES and not _TMP.match(p.name) and not _PREVIOUS.fullmatch(p.name))
+                      if p.name not in RUN_FILES and not TEMPORARY.match(p.name) and not _PREVIOUS.fullmatch(p.name))
 
     def refuse_foreign(self) -> None:
         """--overwrite moves a run's own files only: a folder holding anything else is refused as it is."""
@@ -252,8 +225,7 @@ class RunFolder:
             n += 1
         target = self.out / f"previous-{n}"
         target.mkdir()
-        for p in items:
-            os.replace(p, target / p.name)
+        move_in([(p, target / p.name) for p in items])
         return target
 
     def open(self, *, resume: bool, overwrite: bool, say) -> BaseException | None:
@@ -312,7 +284,7 @@ class RunFolder:
 
     def write(self, name: str, text: str, *, what: str) -> None:
         try:
-            atomic_write_text(self.out / name, text)
+            write_text(self.out / name, text)
         except OSError as err:
             raise RunError(f"cannot {what} ({self.out / name}): {describe(err)}") from None
 
@@ -322,7 +294,7 @@ class RunFolder:
         """``save(OUT/checkpoint.pt, *args, **kwargs)`` (the lesson's save_checkpoint), with its
         temporary file removed on every failure path and an OSError turned into one line (RunError)."""
         path = self.out / CHECKPOINT
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        tmp = temporary(path)
         try:
             save(path, *args, **kwargs)
         except BaseException as err:

@@ -1,0 +1,114 @@
+"""Durable files: what a user has is never half-written, and is replaced only in one step.
+
+The one home of ``os.replace``, ``fsync`` and ``flock`` in the package: checkpoints and logs
+(``lecture_utils/train``), the prepared token files (``lecture_utils/prepare.py``), figures
+(``lecture_utils/plots.py``) and the GPU check's report all write through these.
+
+- :func:`replace_atomically`: write into a sibling ``.NAME.tmp-PID`` file, flush it to disk,
+  ``os.replace`` it over the target, then flush the folder (so the rename survives a power
+  cut): a reader sees the old file or the new one, never half of one. On any failure the
+  temporary file is removed and the old file is untouched.
+- :func:`move_in`: rename finished files into their places (one ``os.replace`` each), then
+  flush the folders that changed.
+- :class:`FolderLock`: an advisory lock (``fcntl.flock``) on a lock file or on a folder
+  itself, released when the process ends, however it ends, so a dead owner's lock is simply
+  taken over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from pathlib import Path
+
+TEMPORARY = re.compile(r"^\..+\.tmp-(\d+)$")  # .checkpoint.pt.tmp-PID: whose it is, and so whether it is stale
+
+
+def temporary(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def fsync(path: Path) -> None:
+    """Flush a file's or a folder's entries to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def replace_atomically(path: str | Path, write, mode: str = "wb") -> Path:
+    """``write(f)`` into a temporary file beside ``path``, then put it in ``path``'s place."""
+    path = Path(path)
+    tmp = temporary(path)
+    try:
+        with open(tmp, mode) as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())  # the bytes are on disk before the rename
+        os.replace(tmp, path)  # atomic: a reader sees the old file or the new one, never half
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    fsync(path.parent)  # and the rename itself survives a power cut
+    return path
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    return replace_atomically(path, lambda f: f.write(text), mode="w")
+
+
+def move_in(pairs: list[tuple[Path, Path]]) -> None:
+    """Rename each finished ``(source, target)`` into place, then flush the folders that changed."""
+    for source, target in pairs:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(source, target)
+    for folder in sorted({target.parent for _, target in pairs}):
+        fsync(folder)
+
+
+class FolderLock:
+    """``fcntl.flock`` on ``path`` (a lock file, created if missing, or a folder), without waiting.
+
+    ``acquire()`` returns False when another process holds it; with ``note`` the lock file keeps
+    that text (e.g. the holder's PID) for the next one to read with ``holder()``.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path, self.fd = Path(path), None
+
+    def acquire(self, note: str = "") -> bool:
+        import fcntl  # POSIX only: the CLIs that lock run on Linux and macOS
+
+        flags = os.O_RDONLY if self.path.is_dir() else os.O_RDWR | os.O_CREAT
+        fd = os.open(self.path, flags, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        except BaseException:
+            os.close(fd)
+            raise
+        if note and not self.path.is_dir():
+            os.ftruncate(fd, 0)  # a lock left by a dead process is taken over here
+            os.pwrite(fd, note.encode(), 0)
+        self.fd = fd
+        return True
+
+    def holder(self) -> str:
+        """What the holder wrote into the lock file ("" for a folder, or when unreadable)."""
+        try:
+            return self.path.read_text(errors="replace").strip()
+        except OSError:
+            return ""
+
+    def release(self) -> None:
+        if self.fd is not None:
+            if not self.path.is_dir():
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self.fd, 0)
+            os.close(self.fd)  # closing the descriptor releases the flock
+            self.fd = None
