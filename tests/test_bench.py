@@ -8,7 +8,7 @@ from lecture_utils import bench
 
 def test_time_fn_measures_a_known_sleep(capsys):
     seconds = bench.time_fn(time.sleep, 0.002, label="sleep 2 ms", min_run_time=0.05)
-    assert 0.002 <= seconds < 0.05
+    assert 0.002 <= seconds < 0.006  # the median: a busy moment or two does not move it 3x
     assert capsys.readouterr().out.startswith("[measured] sleep 2 ms: ")
 
 
@@ -17,10 +17,18 @@ def test_time_fn_is_silent_without_a_label(capsys):
     assert capsys.readouterr().out == ""
 
 
-def test_matmul_rate_is_flops_over_time(capsys):
-    rate = bench.matmul_flops_per_s(128, "fp32", "cpu", label="mm", min_run_time=0.02)
-    assert 1e6 < rate < 1e14  # 2 * 128^3 FLOPs took between 30 ns and 4 s
-    assert "TFLOP/s" in capsys.readouterr().out
+def test_matmul_rate_is_flops_over_time(capsys, monkeypatch):
+    timed = []
+
+    def fake_time_fn(fn, a, b, min_run_time):  # what was timed, and a fixed time for it
+        timed.append((fn, a.shape, a.dtype, b.shape))
+        return 0.25
+
+    monkeypatch.setattr(bench, "time_fn", fake_time_fn)
+    rate = bench.matmul_flops_per_s(128, "bf16", "cpu", label="mm", min_run_time=0.02)
+    assert rate == 2 * 128**3 / 0.25  # a matmul of n x n by n x n: 2 n^3 FLOPs
+    assert timed == [(torch.matmul, (128, 128), torch.bfloat16, (128, 128))]
+    assert capsys.readouterr().out == f"[measured] mm: {rate / 1e12:.3g} TFLOP/s\n"
     assert torch.get_float32_matmul_precision() == "highest"  # restored
 
 
@@ -35,9 +43,9 @@ def test_matmul_rate_takes_dtype_and_device_through_the_shared_lookups(args, err
         bench.matmul_flops_per_s(*args)
 
 
-def test_copy_bandwidth_is_plausible():
-    rate = bench.copy_bandwidth(8 * 2**20, "cpu", min_run_time=0.02)
-    assert 1e8 < rate < 1e13
+def test_copy_bandwidth_counts_every_byte_read_and_written(monkeypatch):
+    monkeypatch.setattr(bench, "time_fn", lambda fn, src, min_run_time: 0.5)
+    assert bench.copy_bandwidth(8 * 2**20, "cpu", min_run_time=0.02) == 2 * 8 * 2**20 / 0.5
 
 
 def test_peak_on_cpu_is_measured_and_labelled():

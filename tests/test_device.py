@@ -8,11 +8,16 @@ from lecture_utils import cuda_only, get_device, setup
 from lecture_utils.device import describe_device, seed_all
 
 
-def test_default_is_best_available(monkeypatch):
+@pytest.mark.parametrize(("cuda", "mps", "expected"), [(True, True, "cuda:0"), (False, True, "mps"),
+                                                      (False, False, "cpu")])
+def test_the_default_is_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
+    from lecture_utils import device as device_module
+
     monkeypatch.delenv("LECTURE_DEVICE", raising=False)
-    expected = "cuda" if torch.cuda.is_available() else (
-        "mps" if torch.backends.mps.is_available() else "cpu")
-    assert get_device().type == expected
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(device_module, "_mps_available", lambda: mps)
+    assert get_device() == torch.device(expected)
 
 
 def test_environment_variable_forces_a_device(monkeypatch):

@@ -51,8 +51,14 @@ def test_every_dependency_is_pinned_within_its_declared_range():
         assert req.specifier.contains(Version(pins[name])), f"{name}=={pins[name]} violates {req}"
 
 
-def test_torch_is_pinned_to_the_cpu_wheel_on_disk():
-    assert _constraints()["torch"] == "2.13.0"
+def test_the_installed_torch_is_the_pinned_cpu_wheel():
+    """The pin is the CPU wheel the machines have on disk (a newer one would pull a multi-GB CUDA
+    build): what this environment imports is that version, and the declared range admits it."""
+    import torch
+
+    pin = _constraints()["torch"]
+    assert torch.__version__.split("+")[0] == pin, (torch.__version__, pin)
+    assert Version(pin) in _pyproject_requirements()["torch"].specifier
 
 
 def test_environment_yml_pins_exactly_the_constraints():
