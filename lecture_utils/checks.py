@@ -19,6 +19,7 @@ import torch
 CHECK_MARK = "✓"
 MEASURED_PREFIX = "[measured]"
 PER_DEVICE_PREFIX = "[per-device]"
+REF = "[ref {}]"  # after a measured value: the docs/gpu/reference.md row it is measured for
 
 
 def _close(got, expected, rel: float, abs_: float) -> bool:
@@ -98,21 +99,24 @@ def check_raises(name: str, error: type[BaseException], fn, *args, **kwargs) -> 
     return _check_raises(name, error, lambda: fn(*args, **kwargs))
 
 
-def measured(name: str, value, unit: str = "", digits: int = 3, *, per_device: bool = False) -> None:
+def measured(name: str, value, unit: str = "", digits: int = 3, *, per_device: bool = False,
+             ref: str | None = None) -> None:
     """Print a machine-dependent value as ``[measured] name: value unit``.
 
     Use it for anything timed or read off this machine, never for computed numbers
     (those go through :func:`check` so nbval compares them exactly). nbval masks the
     value but compares ``name``, so a name must not contain a measured number.
     ``per_device=True`` (inside a GPU-only block, or when ``name`` depends on the device)
-    prints ``[per-device] name: value unit`` instead.
+    prints ``[per-device] name: value unit`` instead. ``ref`` names the row of
+    docs/gpu/reference.md this value is measured for (``  [ref KEY]`` after it): the GPU check
+    puts the value in that row's "Measured here" column.
     """
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         text = f"{value:.{digits}g}"
     else:
         text = str(value)
     prefix = PER_DEVICE_PREFIX if per_device else MEASURED_PREFIX
-    print(f"{prefix} {name}: {text}{' ' + unit if unit else ''}")
+    print(f"{prefix} {name}: {text}{' ' + unit if unit else ''}" + (f"  {REF.format(ref)}" if ref else ""))
 
 
 def fmt(value, spec: str) -> str:

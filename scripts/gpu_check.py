@@ -3,34 +3,29 @@
     python3 scripts/gpu_check.py --out DIR                  # on a CUDA machine (make gpu-check)
     python3 scripts/gpu_check.py --out DIR --device cpu     # the same stages, rehearsed on the CPU
 
-It needs a python3 with torch, numpy, einops, matplotlib, jaxtyping and tqdm, and nothing
-else: no make, no venv, no Jupyter. Each stage runs in a fresh process of its own:
+It needs a python3 with torch, numpy, einops, matplotlib, jaxtyping and tqdm: no make, no
+venv, no Jupyter (so it reads the percent-format twins itself). Each stage runs in a fresh
+process of its own:
 
-- a notebook: its jupytext twin, cell by cell, in one namespace, with MPLBACKEND=Agg. A cell
-  tagged ``raises-exception`` may raise; a cell that needs a package this python lacks
-  (beartype, ipywidgets, tokenizers), or a name such a cell would have defined, is skipped;
-  a failed cell fails the stage but not the notebook: later cells that use what it bound
-  are skipped. Every ``if cuda_only(device, "<what>"):`` block is reported by its ``what``
-  (passed, failed with the failing statement, or skipped and why), with its checks and
-  the ``[measured]``/``[per-device]`` lines it printed;
+- a notebook, cell by cell in one namespace, with MPLBACKEND=Agg. A cell tagged
+  ``raises-exception`` may raise; a cell that needs a package this python lacks, or a name such
+  a cell (or a failed one) would have bound, is skipped. Every ``if cuda_only(device, "<what>"):``
+  block is reported by its ``what``: passed, failed (with the failing statement) or skipped, with
+  its asserts and the ``[measured]``/``[per-device]`` lines it printed;
 - ``memory``: one AdamW step of notebook 04's MLP, its peak against ``mlp_peak_bytes``;
 - a benchmark (``benchmarks/*.py``): its figures and targets (met / missed).
 
-It writes four files into DIR and nothing anywhere else: ``report.json`` (everything),
-``summary.md`` (for people), ``reference.md`` (a copy of docs/gpu/reference.md with its
-"Measured here" column filled) and ``logs.txt`` (every stage's output). All four are
-rewritten, atomically, before the first stage and after every stage, so a run stopped at
-any point leaves a valid report of what finished. No stage starts after ``--deadline``
-seconds; a stage still running at the deadline plus ``--grace``, or after
-``--stage-limit``, is stopped and reported as timed out.
+It writes four files into DIR and nothing else anywhere: ``report.json``, ``summary.md``,
+``reference.md`` (docs/gpu/reference.md with the "Measured here" column filled from every value
+a cell printed with ``measured(..., ref=KEY)``) and ``logs.txt``. All four are rewritten,
+atomically, before the first stage and after every stage (report.json last), so a run
+stopped at any point leaves a valid report of what finished. No stage starts after
+``--deadline`` seconds; a stage running past the deadline plus ``--grace``, or past
+``--stage-limit``, is stopped. ``--device cpu`` hides Jupyter, beartype, ipywidgets and
+tokenizers, as the lent machine lacks them, and runs the benchmarks' ``--quick`` form.
 
-``--device cpu`` rehearses the run here: the same stages on the CPU (the GPU-only blocks
-reported as skipped), with Jupyter, beartype, ipywidgets and tokenizers hidden as they are
-on the lent machine, and the benchmarks in their ``--quick`` form.
-
-Exit codes: 0 every stage ran and passed; 1 a stage failed, or no CUDA device with
-``--device cuda``; 2 bad arguments; 3 the deadline left stages not started (what ran passed);
-128 + N stopped by signal N (the report says where).
+Exit codes: 0 every stage passed; 1 a stage failed, or no CUDA device; 2 bad arguments;
+3 the deadline left stages not started; 128 + N stopped by signal N.
 """
 
 from __future__ import annotations
@@ -56,9 +51,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CELL = re.compile(r"^# %%(?P<markdown> \[markdown\])?(?P<meta>.*)$")
-CHECK_CALLS = {"check", "check_raises"}
-# What the lent GPU machine lacks: a notebook cell that imports one of these is skipped there,
-# and the CPU rehearsal hides them too, so that it meets the same skips.
+# What the lent GPU machine lacks: cells importing these are skipped there, and the CPU rehearsal hides them.
 NOT_ON_THE_GPU_MACHINE = ("IPython", "ipykernel", "ipywidgets", "jupyter", "jupyter_client", "jupyter_core",
                           "jupyterlab", "jupytext", "matplotlib_inline", "nbclient", "nbconvert", "nbformat",
                           "nbval", "beartype", "tokenizers", "pytest")
@@ -66,108 +59,11 @@ HIDE_ENV = "GPU_CHECK_HIDE"
 RESULT = "@@gpu-check-result@@ "  # a stage's last stdout line: this, then its result as JSON
 FILES = ("report.json", "summary.md", "reference.md", "logs.txt")
 NOT_STARTED = "not started"
-# reference.md row key -> (notebook, cuda_only "what", regex of the measured line's label).
-# The value printed after "<label>: " goes into the row's "Measured here" cell.
-MEASURED_ROWS = {
-    "bf16-gemm-8192": ("03_flops_and_mfu", "the MFU of an 8192^3 bf16 matmul", re.escape("8192^3 bf16 matmul")),
-    "sdpa-backward-forward": ("03_flops_and_mfu", "counting fused (sdpa) attention on CUDA",
-                              re.escape("sdpa on CUDA: backward / forward")),
-    "alloc-bf16-ffn": ("02_dtypes_and_memory", "allocating the bf16 FFN matrix for real",
-                       re.escape("memory_allocated() grew by")),
-    "adamw-step-peak": ("04_autograd", "the peak memory of an AdamW step, against the prediction",
-                        re.escape("measured / predicted")),
-    "reserved-vs-allocated": ("04_autograd", "reserved versus allocated memory of the caching allocator",
-                              re.escape("after del: allocated / reserved")),
-    "module-to-device": ("05_parameters_and_init", "moving a module to the GPU with .to(device)",
-                         re.escape("same Parameter object after the move")),
-    "h2d-pinned": ("06_data_loading", "timing pageable versus pinned host-to-device copies", r"\s*pinned -> GPU, [^:]*"),
-    "h2d-pageable": ("06_data_loading", "timing pageable versus pinned host-to-device copies",
-                     r"\s*pageable -> GPU, [^:]*"),
-    "non-blocking-pinned": ("06_data_loading", "timing when a non_blocking copy returns",
-                            r"non_blocking from\s+pinned: the call returns after"),
-    "copy-compute-overlap": ("06_data_loading", "overlapping a copy with compute on a second stream",
-                             re.escape("copy on a second stream")),
-    "adamw-foreach-extra": ("07_optimizers", "the peak memory of torch.optim.AdamW's step(): for-loop, foreach, fused",
-                            re.escape("AdamW foreach: extra memory during step()")),
-    "adamw-fused-extra": ("07_optimizers", "the peak memory of torch.optim.AdamW's step(): for-loop, foreach, fused",
-                          re.escape("AdamW fused: extra memory during step()")),
-    "bincount-deterministic": ("08_training_loop",
-                               "a CUDA kernel that deterministic mode refuses (bincount with weights)",
-                               re.escape("CUDA bincount with weights, deterministic mode")),
-    "autocast-dtypes": ("08_training_loop", "the CUDA autocast dtype list", re.escape("CUDA autocast dtypes")),
-    "gpt2-small-mfu": ("08_training_loop", "GPT-2 small in bf16 with fused AdamW",
-                       re.escape("gpu config: MFU (median of steps 5-10)")),
-}
-
-def line_prefixes() -> tuple[str, ...]:
-    """The prefixes of machine-dependent lines (lines inside cuda_only blocks print PER_DEVICE_PREFIX)."""
-    from lecture_utils.checks import MEASURED_PREFIX, PER_DEVICE_PREFIX
-
-    return (MEASURED_PREFIX, PER_DEVICE_PREFIX)
+REF = re.compile(r"^(?P<line>.*?)\s+\[ref (?P<key>[\w-]+)\]$")  # lecture_utils.checks.REF, at a line's end
+TARGET = re.compile(r"^target (?P<key>[\w-]+): (?P<text>.*)$")  # benchmarks/_targets.py's lines
 
 
-def cuda_blocks(source: str) -> list[dict]:
-    """The ``if cuda_only(device, "<what>"):`` blocks of a cell, in source order, with their checks."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    blocks = []
-    for node in ast.walk(tree):
-        test = node.test if isinstance(node, ast.If) else None
-        if not (isinstance(test, ast.Call) and len(test.args) >= 2
-                and getattr(test.func, "id", getattr(test.func, "attr", None)) == "cuda_only"
-                and isinstance(test.args[1], ast.Constant) and isinstance(test.args[1].value, str)):
-            continue
-        checks = [n for n in ast.walk(node) if isinstance(n, ast.Assert)
-                  or (isinstance(n, ast.Call) and getattr(n.func, "id", None) in CHECK_CALLS)]
-        checks.sort(key=lambda n: (n.lineno, n.col_offset))
-        blocks.append({"what": test.args[1].value, "first": node.lineno, "last": node.end_lineno,
-                       "checks": [{"line": n.lineno, "end": n.end_lineno,
-                                   "source": ast.get_source_segment(source, n)} for n in checks]})
-    return sorted(blocks, key=lambda b: b["first"])
-
-
-def loaded_names(source: str) -> set[str]:
-    """Names a cell reads without binding them itself (what it needs from earlier cells)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    return loads - defined_names(source)
-
-
-def error_lines(err: BaseException, filename: str) -> list[int]:
-    """Line numbers of the cell's frames in the traceback, innermost first."""
-    frames = traceback.extract_tb(err.__traceback__)
-    return [f.lineno for f in reversed(frames) if f.filename == filename]
-
-
-def block_results(blocks: list[dict], entered: dict, cell: int, lines: list[str],
-                  err: BaseException | None = None, err_lines: list[int] = (), skipped: str = "") -> list[dict]:
-    """passed / failed / skipped for each cuda_only block of one cell, from how the cell ended."""
-    failing = next((b for line in err_lines for b in blocks if b["first"] <= line <= b["last"]), None)
-    results = []
-    for b in blocks:
-        row = {"what": b["what"], "cell": cell, "checks": [c["source"] for c in b["checks"]],
-               "measured": lines}
-        if skipped:
-            row.update(status="skipped", reason=skipped)
-        elif b is failing:
-            message = "".join(traceback.format_exception_only(type(err), err)).strip()
-            line = next(x for x in err_lines if b["first"] <= x <= b["last"])
-            at = next((c["source"] for c in b["checks"] if c["line"] <= line <= c["end"]), None)
-            row.update(status="failed", message=message, **({"statement": at} if at else {}))
-        elif b["what"] not in entered:
-            reason = f"not reached: the cell failed first ({type(err).__name__})" if err else "not reached"
-            row.update(status="skipped", reason=reason)
-        elif not entered[b["what"]]:
-            row.update(status="skipped", reason="cuda_only() returned False (not on a CUDA device)")
-        else:
-            row.update(status="passed")
-        results.append(row)
-    return results
+# --- a notebook, in the child process --------------------------------------------------------
 
 
 def parse_cells(path: Path) -> list[dict]:
@@ -188,26 +84,69 @@ def parse_cells(path: Path) -> list[dict]:
     return cells
 
 
-def defined_names(source: str) -> set[str]:
-    """Names a cell binds at top level (assignments, defs, imports)."""
+def names(source: str) -> tuple[set[str], set[str]]:
+    """(names a cell binds, names it reads without binding them)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return set()
-    names = set()
+        return set(), set()
+    bound, read = set(), set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
+            bound.add(node.name)
+        elif isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, ast.Store) else read).add(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return names
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return bound, read - bound
+
+
+def cuda_blocks(source: str) -> list[dict]:
+    """The ``if cuda_only(device, "<what>"):`` blocks of a cell, in order, with their asserts."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    blocks = []
+    for node in ast.walk(tree):
+        test = getattr(node, "test", None) if isinstance(node, ast.If) else None
+        if (isinstance(test, ast.Call) and getattr(test.func, "id", None) == "cuda_only" and len(test.args) == 2
+                and isinstance(test.args[1], ast.Constant)):
+            checks = sorted((n for n in ast.walk(node) if isinstance(n, ast.Assert)), key=lambda n: n.lineno)
+            blocks.append({"what": test.args[1].value, "lines": (node.lineno, node.end_lineno),
+                           "checks": [(n.lineno, n.end_lineno, ast.get_source_segment(source, n)) for n in checks]})
+    return sorted(blocks, key=lambda b: b["lines"])
+
+
+def block_rows(blocks: list[dict], cell: int, entered: dict, printed: list[str], err=None, filename="",
+               skipped: str = "") -> list[dict]:
+    """passed / failed / skipped for each cuda_only block of one cell, from how the cell ended."""
+    lines = [f.lineno for f in reversed(traceback.extract_tb(err.__traceback__)) if f.filename == filename] if err else []
+    rows = []
+    for b in blocks:
+        row = {"what": b["what"], "cell": cell, "checks": [c[2] for c in b["checks"]], "measured": printed}
+        first, last = b["lines"]
+        at = next((x for x in lines if first <= x <= last), None)
+        if skipped:
+            row.update(status="skipped", reason=skipped)
+        elif at is not None:
+            statement = next((c[2] for c in b["checks"] if c[0] <= at <= c[1]), None)
+            row.update(status="failed", message="".join(traceback.format_exception_only(type(err), err)).strip(),
+                       **({"statement": statement} if statement else {}))
+        elif b["what"] not in entered:
+            row.update(status="skipped", reason=f"not reached: the cell failed first ({type(err).__name__})"
+                       if err else "not reached")
+        elif not entered[b["what"]]:
+            row.update(status="skipped", reason="cuda_only() returned False (not on a CUDA device)")
+        else:
+            row.update(status="passed")
+        rows.append(row)
+    return rows
 
 
 class _Tee(io.StringIO):
-    """Keeps what a notebook prints (to find each block's lines) and passes it on to the log as it comes,
-    so a stage stopped half-way still leaves its output."""
+    """Keeps what the cells print (each block's lines are found in it) and passes it on as it comes,
+    so a stage stopped half-way still leaves its output in the log."""
 
     def __init__(self, stream):
         super().__init__()
@@ -217,118 +156,94 @@ class _Tee(io.StringIO):
         self.stream.write(text)
         return super().write(text)
 
-    def flush(self) -> None:
-        self.stream.flush()
-
 
 def run_notebook(py: Path, stream=None) -> dict:
-    """Execute one notebook twin cell by cell; return its status, cuda_only blocks and measured lines.
-    What the cells print goes to ``stream`` (default: stdout) as well."""
+    """Execute one notebook twin cell by cell; its status, cuda_only blocks and machine-dependent lines."""
     import matplotlib.pyplot as plt
 
     import lecture_utils
     import lecture_utils.device
-    from lecture_utils.checks import CHECK_MARK
+    from lecture_utils.checks import CHECK_MARK, MEASURED_PREFIX, PER_DEVICE_PREFIX
 
-    prefixes = line_prefixes()
-    cells = parse_cells(py)
-    # A real module: dataclasses, pickle and typing look a class's module up in sys.modules.
-    module = types.ModuleType("__notebook__")
-    sys.modules[module.__name__] = module
-    namespace = module.__dict__
+    prefixes = (MEASURED_PREFIX, PER_DEVICE_PREFIX)
+    module = sys.modules["__notebook__"] = types.ModuleType("__notebook__")  # dataclasses look classes up here
     unavailable: dict[str, str] = {}  # name -> where it came from ("a skipped cell", "failed cell 3")
-    result = {"cells": len(cells), "ran": 0, "expected_errors": 0, "skipped": [], "failed": [],
-              "blocks": [], "status": "ok"}
-    output = _Tee(stream or sys.stdout)
-    # Record what every cuda_only() call returned, by its `what`.
-    entered: dict[str, bool] = {}
-    original = lecture_utils.device.cuda_only
+    result = {"ran": 0, "expected_errors": 0, "skipped": [], "failed": [], "blocks": [], "status": "ok"}
+    output, entered, original = _Tee(stream or sys.stdout), {}, lecture_utils.device.cuda_only
 
     def recording_cuda_only(device, what):
         entered[what] = original(device, what)
         return entered[what]
 
-    patched = [m for m in (lecture_utils, lecture_utils.device) if getattr(m, "cuda_only", None) is original]
-    for mod in patched:
-        mod.cuda_only = recording_cuda_only
-    cwd = Path.cwd()
-    os.chdir(ROOT / "notebooks")  # as Jupyter does: the notebook's folder (the twin lives in py_src/)
-    start = time.perf_counter()
+    # both homes: lecture_utils keeps a name once looked up there (its lazy exports)
+    lecture_utils.cuda_only = lecture_utils.device.cuda_only = recording_cuda_only
+    cwd, start = Path.cwd(), time.perf_counter()
+    os.chdir(ROOT / "notebooks")  # as Jupyter does: the notebook's folder
+    cells = parse_cells(py)
     try:
         for i, cell in enumerate(cells, 1):
-            source, filename = cell["source"], f"{py.name}:cell{i}"
-            blocks = cuda_blocks(source)
-            before = output.tell()
-            needs = sorted(loaded_names(source) & unavailable.keys())
-            if needs:  # a dependency was skipped or failed: do not run on half-defined state
+            source, filename, before = cell["source"], f"{py.name}:cell{i}", output.tell()
+            blocks, (bound, read) = cuda_blocks(source), names(source)
+            needs = sorted(read & unavailable.keys())
+            if needs:  # a name from a skipped or failed cell: do not run on half-defined state
                 reason = f"uses {needs[0]} from {unavailable[needs[0]]}"
                 result["skipped"].append(f"cell {i}: {reason}")
-                unavailable.update(dict.fromkeys(defined_names(source), unavailable[needs[0]]))
-                result["blocks"] += block_results(blocks, entered, i, [], skipped=reason)
+                unavailable.update(dict.fromkeys(bound, unavailable[needs[0]]))
+                result["blocks"] += block_rows(blocks, i, entered, [], skipped=reason)
                 continue
             try:
                 with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-                    exec(compile(source, filename, "exec"), namespace)
+                    exec(compile(source, filename, "exec"), module.__dict__)
                 result["ran"] += 1
-                for name in defined_names(source):
-                    unavailable.pop(name, None)  # bound afresh
-                lines = [x for x in output.getvalue()[before:].splitlines() if x.startswith(prefixes)]
-                result["blocks"] += block_results(blocks, entered, i, lines)
+                for name in bound:
+                    unavailable.pop(name, None)
+                printed = [x for x in output.getvalue()[before:].splitlines() if x.startswith(prefixes)]
+                result["blocks"] += block_rows(blocks, i, entered, printed)
             except Exception as err:
-                missing = getattr(err, "name", None)
-                lines = [x for x in output.getvalue()[before:].splitlines() if x.startswith(prefixes)]
+                printed = [x for x in output.getvalue()[before:].splitlines() if x.startswith(prefixes)]
                 if "raises-exception" in cell["tags"]:
                     result["expected_errors"] += 1
-                    result["blocks"] += block_results(blocks, entered, i, lines)
+                    result["blocks"] += block_rows(blocks, i, entered, printed)
                     continue
-                if isinstance(err, ModuleNotFoundError) and missing and missing.split(".")[0] in NOT_ON_THE_GPU_MACHINE:
-                    reason = f"needs {missing.split('.')[0]}"
-                    origin = "a skipped cell"
-                elif isinstance(err, NameError) and missing in unavailable:
-                    reason = f"uses {missing} from {unavailable[missing]}"
-                    origin = unavailable[missing]
+                missing = (getattr(err, "name", None) or "").split(".")[0]
+                if isinstance(err, ModuleNotFoundError) and missing in NOT_ON_THE_GPU_MACHINE:
+                    reason, origin = f"needs {missing}", "a skipped cell"
                 else:
                     reason, origin = "", f"failed cell {i}"
-                if reason:
-                    result["skipped"].append(f"cell {i}: {reason}")
-                    result["blocks"] += block_results(blocks, entered, i, lines, skipped=reason)
-                else:
                     error = f"cell {i}: " + "".join(traceback.format_exception_only(type(err), err)).strip()
-                    result["status"] = "failed"
-                    result.setdefault("error", error)  # the first failure; later ones are in "failed"
+                    result.update(status="failed", error=result.get("error", error))
                     result["failed"].append(error)
                     output.write(traceback.format_exc())
-                    result["blocks"] += block_results(blocks, entered, i, lines, err=err,
-                                                      err_lines=error_lines(err, filename))
-                # Later cells that use what this cell bound are skipped; drop the names so a failed
-                # block's tensors do not sit in GPU memory under the blocks that follow.
-                for name in defined_names(source):
+                if reason:
+                    result["skipped"].append(f"cell {i}: {reason}")
+                result["blocks"] += block_rows(blocks, i, entered, printed, err, filename, skipped=reason)
+                for name in bound:  # dropped, so a failed block's tensors leave GPU memory
                     unavailable[name] = origin
-                    namespace.pop(name, None)
-                del err
+                    module.__dict__.pop(name, None)
             finally:
                 plt.close("all")
     finally:
         os.chdir(cwd)
-        for mod in patched:
-            mod.cuda_only = original
-        sys.modules.pop(module.__name__, None)
-    result["seconds"] = round(time.perf_counter() - start, 1)
+        lecture_utils.device.cuda_only = original
+        del lecture_utils.cuda_only  # looked up afresh, from lecture_utils.device, next time
     text = output.getvalue()
-    result["checks"] = sum(line.startswith(CHECK_MARK) for line in text.splitlines())
-    result["measured"] = [line for line in text.splitlines() if line.startswith(prefixes)]
+    result.update(cells=len(cells), seconds=round(time.perf_counter() - start, 1),
+                  checks=sum(line.startswith(CHECK_MARK) for line in text.splitlines()),
+                  measured=[line for line in text.splitlines() if line.startswith(prefixes)])
     return result
+
+
+# --- the other stages, in the child process -----------------------------------------------------
 
 
 def memory_check(device_name: str) -> dict:
     """Predicted versus measured peak of one steady-state AdamW step of notebook 04's MLP.
 
-    On CUDA, in this fresh process: first one matmul forward and backward, so that cuBLAS has
-    allocated its workspaces (one per thread and stream: the forward's, and autograd's
-    backward thread's, 32 MiB each on Hopper), then ``memory_allocated()`` as the baseline;
-    the step's ``max_memory_allocated()`` minus that baseline is compared with
-    ``mlp_peak_bytes``. On the CPU (the rehearsal) the peak of live tensor bytes
-    (``lecture_utils.trace.LiveBytes``) stands in for the allocator's. Within 5% passes.
+    On CUDA, in this fresh process: first one matmul forward and backward, so that cuBLAS has its
+    workspaces (one per thread and stream: the forward's and autograd's backward thread's, 32 MiB
+    each on Hopper), then ``memory_allocated()`` as the baseline; the step's
+    ``max_memory_allocated()`` minus it is compared with ``mlp_peak_bytes``. On the CPU the peak of
+    live tensor bytes (``lecture_utils.trace.LiveBytes``) stands in. Within 5% passes.
     """
     import torch
 
@@ -353,8 +268,7 @@ def memory_check(device_name: str) -> dict:
         del warm
         torch.cuda.synchronize()
         baseline = torch.cuda.memory_allocated()
-    model = Cruncher(width, layers, device=device)
-    x = torch.randn(batch, width, device=device)
+    model, x = Cruncher(width, layers, device=device), torch.randn(batch, width, device=device)
     optimizer = torch.optim.AdamW(model.parameters())
     step(model, x, optimizer)  # warm-up: creates AdamW's state
     if cuda:
@@ -362,27 +276,24 @@ def memory_check(device_name: str) -> dict:
         torch.cuda.reset_peak_memory_stats()
         step(model, x, optimizer)
         torch.cuda.synchronize()
-        peak = torch.cuda.max_memory_allocated() - baseline
-        how = "max_memory_allocated() minus the baseline after a warm-up matmul (cuBLAS workspaces)"
+        peak, how = torch.cuda.max_memory_allocated() - baseline, "max_memory_allocated() minus the baseline"
     else:
         tracker = LiveBytes([x, *model.parameters(), *(p.grad for p in model.parameters()),
                              *(t for s in optimizer.state.values() for t in s.values())])
         with tracker:
             step(model, x, optimizer)
-        peak = tracker.peak
-        how = "peak live tensor bytes (LiveBytes): the CPU rehearsal"
+        peak, how = tracker.peak, "peak live tensor bytes (LiveBytes): the CPU rehearsal"
     predicted = mlp_peak_bytes(n_layers=layers, width=width, batch=batch, optimizer="adamw")
-    ratio = peak / predicted
-    print(f"Cruncher(width={width}, n_layers={layers}), batch {batch}, AdamW, fp32 on {device}: "
-          f"predicted {predicted:,} B, measured {peak:,} B ({how}), ratio {ratio:.4f}, baseline {baseline:,} B")
-    return {"status": "passed" if abs(ratio - 1) < 0.05 else "failed",
+    print(f"Cruncher(width={width}, n_layers={layers}), batch {batch}, AdamW, fp32 on {device}: predicted "
+          f"{predicted:,} B, measured {peak:,} B ({how}), ratio {peak / predicted:.4f}, baseline {baseline:,} B")
+    return {"status": "passed" if abs(peak / predicted - 1) < 0.05 else "failed",
             "model": f"Cruncher(width={width}, n_layers={layers}), batch {batch}, AdamW, fp32",
             "predicted_peak_bytes": predicted, "measured_peak_bytes": peak, "baseline_bytes": baseline,
-            "how": how, "ratio": round(ratio, 4)}
+            "how": how, "ratio": round(peak / predicted, 4)}
 
 
 def run_benchmark(path: Path, quick: bool) -> dict:
-    """Run one benchmark script in this process, as ``python3 benchmarks/X.py [--quick]`` would."""
+    """One benchmark script, in this process, as ``python3 benchmarks/X.py [--quick]`` would run."""
     sys.path.insert(0, str(path.parent))  # its _targets.py sits beside it
     sys.argv = [str(path)] + (["--quick"] if quick else [])
     try:
@@ -396,18 +307,17 @@ def run_benchmark(path: Path, quick: bool) -> dict:
 class _Hidden(importlib.abc.MetaPathFinder):
     """Makes packages look uninstalled (the rehearsal of the lent machine)."""
 
-    def __init__(self, names: set[str]):
-        self.names = names
+    def __init__(self, hidden: set[str]):
+        self.hidden = hidden
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname.split(".")[0] in self.names:
+        if fullname.split(".")[0] in self.hidden:
             raise ModuleNotFoundError(f"No module named {fullname!r} (hidden, as on the lent GPU machine)",
                                       name=fullname)
-        return None
 
 
 def stage(name: str, device: str, quick: bool) -> int:
-    """The child process: run one stage, print its output, then one RESULT line."""
+    """The child process: one stage, its output, then one RESULT line."""
     hidden = {n for n in os.environ.get(HIDE_ENV, "").split(",") if n}
     if hidden:
         sys.meta_path.insert(0, _Hidden(hidden))
@@ -416,29 +326,22 @@ def stage(name: str, device: str, quick: bool) -> int:
     if kind == "notebook":
         detail = run_notebook(target)
         detail["status"] = "passed" if detail["status"] == "ok" else "failed"
-    elif kind == "memory":
-        detail = memory_check(device)
     else:
-        detail = run_benchmark(target, quick)
+        detail = memory_check(device) if kind == "memory" else run_benchmark(target, quick)
     from lecture_utils.device import describe_device, get_device
 
     detail["device"] = describe_device(get_device(device))
     sys.stdout.flush()
-    sys.stderr.flush()
     print("\n" + RESULT + json.dumps(detail), flush=True)
     return 0
 
 
-def _stages() -> dict[str, tuple[str, Path | None]]:
-    notebooks = {p.stem: ("notebook", p) for p in sorted((ROOT / "py_src").glob("[0-9][0-9]_*.py"))}
-    benchmarks = {p.stem: ("benchmark", p) for p in sorted((ROOT / "benchmarks").glob("[a-z]*.py"))}
-    return {**notebooks, "memory": ("memory", None), **benchmarks}
+STAGES = {**{p.stem: ("notebook", p) for p in sorted((ROOT / "py_src").glob("[0-9][0-9]_*.py"))},
+          "memory": ("memory", None),
+          **{p.stem: ("benchmark", p) for p in sorted((ROOT / "benchmarks").glob("[a-z]*.py"))}}
 
 
-STAGES = _stages()
-
-
-# --- the parent: one fresh process per stage, the report rewritten after each ----------------
+# --- the parent: one fresh process per stage, the report rewritten after each ---------------------
 
 
 def _nvidia_smi(field: str) -> str:
@@ -452,29 +355,22 @@ def _nvidia_smi(field: str) -> str:
     return lines[0].strip() if out.returncode == 0 and lines else "unknown"
 
 
-TARGET_LINE = re.compile(r"^target (?P<key>[\w-]+): (?P<text>.*)$")
-
-
 class Check:
     """The stages of one run, its report, and DIR's four files."""
 
-    def __init__(self, args, names: list[str], torch_version: str, cuda_version: str | None):
-        self.args, self.names = args, names
-        self.began = time.monotonic()
-        self.logs: dict[str, str] = {}
-        self.child: subprocess.Popen | None = None  # the running stage's process
-        self.stopped: int | None = None  # the signal that stopped the check
+    def __init__(self, args, names_: list[str], torch_version: str, cuda_version: str | None):
+        self.args, self.names = args, names_
+        self.began, self.logs, self.child, self.stopped = time.monotonic(), {}, None, None
         self.reference = args.reference.read_text(encoding="utf-8")
         cuda = args.device == "cuda"
         self.report = {
-            "gpu": _nvidia_smi("name") if cuda else "no GPU: a CPU rehearsal",
-            "device": args.device, "driver": _nvidia_smi("driver_version") if cuda else "-",
-            "torch": torch_version, "cuda": cuda_version or "-", "python": platform.python_version(),
+            "gpu": _nvidia_smi("name") if cuda else "no GPU: a CPU rehearsal", "device": args.device,
+            "driver": _nvidia_smi("driver_version") if cuda else "-", "torch": torch_version,
+            "cuda": cuda_version or "-", "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "command": " ".join(["python3", "scripts/gpu_check.py", *sys.argv[1:]]),
             "deadline_s": args.deadline, "seconds": 0.0, "verdict": "running",
-            "stages": {n: {"kind": STAGES[n][0], "status": NOT_STARTED} for n in names},
-        }
+            "stages": {n: {"kind": STAGES[n][0], "status": NOT_STARTED} for n in names_}}
 
     def elapsed(self) -> float:
         return time.monotonic() - self.began
@@ -496,96 +392,79 @@ class Check:
 
     def stop(self, signum: int) -> None:
         """SIGINT/SIGTERM (a signal handler): stop the running stage's processes; start no other."""
-        if self.stopped is None:
-            self.stopped = signum
+        self.stopped = self.stopped or signum
+        self.kill()
+
+    def kill(self) -> None:
         if self.child is not None:
-            self._kill(self.child)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.child.pid, signal.SIGKILL)
 
     def run_stage(self, name: str) -> None:
-        row = self.report["stages"][name]
+        row, start = self.report["stages"][name], time.monotonic()
         limit = max(1.0, min(self.args.stage_limit, self.args.deadline + self.args.grace - self.elapsed()))
         env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1",
                "LECTURE_DEVICE": self.args.device, "PYTHONUNBUFFERED": "1"}
         if self.args.device == "cpu":  # rehearse the lent machine: what it lacks is hidden
             env[HIDE_ENV] = ",".join(NOT_ON_THE_GPU_MACHINE)
         command = [sys.executable, str(Path(__file__).resolve()), "--stage", name, "--device", self.args.device]
-        start = time.monotonic()
         # Its own session: a timeout or a signal stops the stage's whole process tree (spawned workers too).
-        self.child = child = subprocess.Popen(command + (["--quick"] if self.args.quick else []), cwd=ROOT,
-                                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                              errors="replace", start_new_session=True)
+        self.child = child = subprocess.Popen(command + ["--quick"] * self.args.quick, cwd=ROOT, env=env, text=True,
+                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, errors="replace",
+                                              start_new_session=True)
         if self.stopped is not None:  # a signal came before the handler could see this child
-            self._kill(child)
+            self.kill()
         row.update(status="running", started_at_s=round(start - self.began, 1), pid=child.pid)
         self.write()
         try:
-            output, _ = child.communicate(timeout=limit)
-            status = None
+            output, reason = child.communicate(timeout=limit)[0], ""
         except subprocess.TimeoutExpired:
-            self._kill(child)
-            output, _ = child.communicate()
-            status, reason = "timed out", f"stopped after {limit:.0f} s (--stage-limit, or --deadline + --grace)"
+            self.kill()
+            output, reason = child.communicate()[0], f"stopped after {limit:.0f} s (--stage-limit, or --deadline + --grace)"
         self.child = None
-        if self.stopped is not None:
-            status, reason = "stopped", f"the check was stopped by {signal.Signals(self.stopped).name}"
-        elif status is None:
-            status, reason = self._status(child.returncode, output, row)
-        self._record(name, row, output, start, status, reason)
-
-    @staticmethod
-    def _kill(child: subprocess.Popen) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)
-
-    @staticmethod
-    def _status(code: int, output: str, row: dict) -> tuple[str, str]:
         lines = output.rstrip("\n").splitlines()
-        if not lines or not lines[-1].startswith(RESULT):
-            return "crashed", f"exit {code} before reporting a result"
-        row["detail"] = detail = json.loads(lines[-1][len(RESULT):])
-        return detail.pop("status"), ""
-
-    def _record(self, name: str, row: dict, output: str, start: float, status: str, reason: str) -> None:
+        if self.stopped:
+            status, reason = "stopped", f"the check was stopped by {signal.Signals(self.stopped).name}"
+        elif reason:
+            status = "timed out"
+        elif lines and lines[-1].startswith(RESULT):
+            row["detail"] = json.loads(lines[-1][len(RESULT):])
+            status = row["detail"].pop("status")
+        else:
+            status, reason = "crashed", f"exit {child.returncode} before reporting a result"
+        text = "\n".join(x for x in lines if not x.startswith(RESULT))
         row.pop("pid", None)
-        row.update(status=status, seconds=round(time.monotonic() - start, 1))
-        if reason:
-            row["reason"] = reason
-        text = "\n".join(x for x in output.splitlines() if not x.startswith(RESULT)).rstrip()
-        row["targets"] = [m.group(0) for m in map(TARGET_LINE.match, text.splitlines()) if m]
-        if not row["targets"]:
-            del row["targets"]
+        row.update(status=status, seconds=round(time.monotonic() - start, 1), **({"reason": reason} if reason else {}))
+        targets = [m.group(0) for m in map(TARGET.match, text.splitlines()) if m]
+        row.update({"targets": targets} if targets else {})
         device = row.get("detail", {}).get("device", "")
-        if "(" in device and self.report["device"] == "cuda" and self.report["gpu"] == "unknown":
+        if "(" in device and self.report["gpu"] == "unknown":
             self.report["gpu"] = device[device.index("(") + 1:-1]
         self.logs[name] = f"===== {name}: {status} in {row['seconds']} s =====\n{text}\n"
         self.write()
         print(f"{name:<24} {status:<10} {row['seconds']:6.1f} s  {brief(row)}", flush=True)
 
     def finish(self, stopped: str = "") -> int:
-        stages = self.report["stages"].values()
-        bad = [n for n, r in self.report["stages"].items() if r["status"] not in ("passed", NOT_STARTED)]
-        waiting = [n for n, r in self.report["stages"].items() if r["status"] == NOT_STARTED]
+        stages = self.report["stages"]
+        bad = [n for n, r in stages.items() if r["status"] not in ("passed", NOT_STARTED)]
+        waiting = [n for n, r in stages.items() if r["status"] == NOT_STARTED]
         if stopped:
-            verdict, code = f"{stopped}: {len(waiting)} stage(s) not started", None
+            verdict, code = f"{stopped}: {len(waiting)} stage(s) not started", 1
         elif bad:
             verdict, code = f"FAILED: {', '.join(bad)}", 1
         elif waiting:
             verdict, code = f"stopped at the deadline: {len(waiting)} of {len(self.names)} stages not started", 3
         else:
             verdict, code = f"all {len(self.names)} stages passed", 0
-        if stopped and bad:
-            verdict += f"; failed: {', '.join(bad)}"
-        self.report["verdict"] = verdict
+        self.report["verdict"] = verdict + (f"; failed: {', '.join(bad)}" if stopped and bad else "")
         self.write()
-        passed = sum(r["status"] == "passed" for r in stages)
-        print(f"gpu-check: {verdict} ({passed} passed) in {self.elapsed():.0f} s; report in {self.args.out}",
-              flush=True)
-        return code if code is not None else 1
+        passed = sum(r["status"] == "passed" for r in stages.values())
+        print(f"gpu-check: {self.report['verdict']} ({passed} passed) in {self.elapsed():.0f} s; report in "
+              f"{self.args.out}", flush=True)
+        return code
 
     def write(self) -> None:
-        from lecture_utils.files import (
-            write_text,  # each one atomic: the old file or the new, never half
-        )
+        from lecture_utils.files import write_text  # atomic: the old file or the new, never half
 
         self.report["seconds"] = round(self.elapsed(), 1)
         out = self.args.out
@@ -594,25 +473,6 @@ class Check:
         write_text(out / "logs.txt", "".join(self.logs[n] for n in self.names if n in self.logs))
         # last: once report.json says a stage ran, the other three already say so too
         write_text(out / "report.json", json.dumps(self.report, indent=2) + "\n")
-
-
-def brief(row: dict) -> str:
-    """A stage's result in a few words, for its line on the console and in summary.md."""
-    detail = row.get("detail", {})
-    if row["status"] in ("timed out", "crashed", "stopped", NOT_STARTED, "running"):
-        return row.get("reason", "")
-    if row["kind"] == "notebook":
-        blocks = [b["status"] for b in detail.get("blocks", [])]
-        counts = ", ".join(f"{blocks.count(s)} {s}" for s in ("passed", "failed", "skipped") if blocks.count(s))
-        text = (f"{detail['ran']}/{detail['cells']} cells, {detail['checks']} checks, "
-                f"{len(detail['skipped'])} skipped; GPU blocks: {counts or 'none'}")
-        return text + (f"; {detail['error']}" if "error" in detail else "")
-    if row["kind"] == "memory":
-        return (f"measured / predicted peak {detail['ratio']:.4f} ({detail['measured_peak_bytes']:,} / "
-                f"{detail['predicted_peak_bytes']:,} B)")
-    verdicts = [target_verdict(t) for t in row.get("targets", [])]
-    return (f"exit {detail.get('returncode')}; targets: "
-            + (", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts)) or "none printed"))
 
 
 def target_verdict(line: str) -> str:
@@ -624,82 +484,85 @@ def target_verdict(line: str) -> str:
     return "not measured" if "not measured" in line else "no target here"
 
 
+def brief(row: dict) -> str:
+    """A stage's result in a few words, for its line on the console and in summary.md."""
+    detail = row.get("detail", {})
+    if row["status"] in ("timed out", "crashed", "stopped", NOT_STARTED, "running"):
+        return row.get("reason", "")
+    if row["kind"] == "notebook":
+        blocks = [b["status"] for b in detail.get("blocks", [])]
+        counts = ", ".join(f"{blocks.count(s)} {s}" for s in ("passed", "failed", "skipped") if blocks.count(s))
+        return (f"{detail['ran']}/{detail['cells']} cells, {detail['checks']} checks, {len(detail['skipped'])} "
+                f"skipped; GPU blocks: {counts or 'none'}" + (f"; {detail['error']}" if "error" in detail else ""))
+    if row["kind"] == "memory":
+        return (f"measured / predicted peak {detail['ratio']:.4f} ({detail['measured_peak_bytes']:,} / "
+                f"{detail['predicted_peak_bytes']:,} B)")
+    verdicts = [target_verdict(t) for t in row.get("targets", [])]
+    return (f"exit {detail.get('returncode')}; targets: "
+            + (", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts)) or "none printed"))
+
+
 def summary_markdown(report: dict) -> str:
     stages = report["stages"]
     lines = [f"# GPU check: {report['gpu']}", "",
              f"- {report['date']}; torch {report['torch']}, CUDA {report['cuda']}, driver {report['driver']}, "
              f"Python {report['python']}",
              f"- `{report['command']}`: {report['verdict']}, {report['seconds']} s (deadline {report['deadline_s']:g} s)"]
-    running = [n for n, r in stages.items() if r["status"] == "running"]
-    if running:
-        lines.append(f"- **{running[0]} was running when this report was written**; if the check is no longer "
-                     "running, it stopped there.")
+    lines += [f"- **{n} was running when this report was written**; if the check is no longer running, it "
+              "stopped there." for n, r in stages.items() if r["status"] == "running"]
     lines += ["", "## Stages", "", "| stage | status | seconds | what it found |", "| --- | --- | --- | --- |"]
-    for name, r in stages.items():
-        lines.append(f"| {name} | {r['status']} | {r.get('seconds', '')} | {brief(r)} |".replace("\n", " "))
+    lines += [f"| {n} | {r['status']} | {r.get('seconds', '')} | {brief(r)} |" for n, r in stages.items()]
     lines += ["", "## GPU-only blocks (`if cuda_only(device, ...)`)", "",
-              "Each block by its name: passed, failed (with the error) or skipped (and why); "
-              "what it checks; what it measured.", ""]
+              "Each block by its name: passed, failed (with the error) or skipped (and why); what it checks; "
+              "what it measured.", ""]
     for name, r in stages.items():
         for b in r.get("detail", {}).get("blocks", []):
             detail = b.get("message") or b.get("reason") or ""
             lines.append(f"- **{b['status']}**: {name}, cell {b['cell']}: {b['what']}" + (f" ({detail})" if detail else ""))
-            if b.get("statement"):
-                lines.append(f"  - failing statement: `{b['statement']}`")
+            lines += [f"  - failing statement: `{b['statement']}`"] if b.get("statement") else []
             lines += [f"  - checks: `{c}`" for c in b["checks"]] or ["  - checks: (no assert: it only measures)"]
             lines += [f"  - `{m}`" for m in b["measured"]]
-    lines += ["", "## Benchmark targets", "",
-              "Targets and their sources: [reference.md](reference.md#benchmark-targets). A missed target is "
-              "information; only a gross regression (worse than half the target) fails a benchmark.", ""]
-    lines += [f"- {name}: `{t}`" for name, r in stages.items() for t in r.get("targets", [])] or ["- (none ran)"]
+    lines += ["", "## Benchmark targets", "", "Targets and their sources: [reference.md](reference.md#benchmark-targets). "
+              "A missed target is information; only a gross regression (worse than half the target) fails a "
+              "benchmark.", ""]
+    lines += [f"- {n}: `{t}`" for n, r in stages.items() for t in r.get("targets", [])] or ["- (none ran)"]
     memory = stages.get("memory", {}).get("detail")
-    lines += ["", "## Memory: predicted versus measured peak", ""]
-    if memory:
-        lines.append(f"{memory['model']} on {memory['device']}: predicted {memory['predicted_peak_bytes']:,} B, "
-                     f"measured {memory['measured_peak_bytes']:,} B ({memory['how']}): ratio {memory['ratio']:.4f} "
-                     f"({'within' if stages['memory']['status'] == 'passed' else 'outside'} 5%).")
-    else:
-        lines.append("(not run)")
-    lines += ["", "Every `[measured]` and `[per-device]` line and every figure: `report.json`; every stage's "
-              "output: `logs.txt`; published figures beside these: [reference.md](reference.md)."]
+    lines += ["", "## Memory: predicted versus measured peak", "",
+              f"{memory['model']} on {memory['device']}: predicted {memory['predicted_peak_bytes']:,} B, measured "
+              f"{memory['measured_peak_bytes']:,} B ({memory['how']}): ratio {memory['ratio']:.4f} "
+              f"({'within' if stages['memory']['status'] == 'passed' else 'outside'} 5%)." if memory else "(not run)",
+              "", "Every `[measured]` and `[per-device]` line and every figure: `report.json`; every stage's output: "
+              "`logs.txt`; published figures beside these: [reference.md](reference.md)."]
     return "\n".join(lines) + "\n"
 
 
-def _cells(row: str) -> list[str]:
-    return [c.strip() for c in row.strip().strip("|").split("|")]
-
-
 def fill_reference(text: str, report: dict) -> str:
-    """reference.md with its "Measured here" column filled from this run; every other cell kept as is.
+    """reference.md with its "Measured here" column filled; every other cell kept as it is.
 
-    Rows are found by their first cell (the key in MEASURED_ROWS); a row whose block did not
-    pass or fail, or did not print its line, says so instead of a number.
+    A row's value is what a cell printed with ``measured(..., ref=<the row's key>)``; a row that
+    no block measured this run says why (its block was skipped, or nothing printed it).
     """
     stamp = f"{report['gpu']}, torch {report['torch']}, CUDA {report['cuda']}, {report['date']}"
-    blocks = {(nb, b["what"]): b for nb, r in report["stages"].items() for b in r.get("detail", {}).get("blocks", [])}
+    values, reasons = {}, {}
+    for r in report["stages"].values():
+        for b in r.get("detail", {}).get("blocks", []):
+            for line in b["measured"]:
+                if m := REF.match(line):
+                    values[m["key"]] = m["line"].split(": ", 1)[-1] + (" (its block failed)" if b["status"] == "failed" else "")
+            if b["status"] == "skipped":
+                reasons[b["what"]] = f"not measured: skipped ({b['reason']})"
     out, column = [], None
     for line in text.splitlines():
         if line.startswith("**Measured here:**"):
             line = f"**Measured here:** {stamp}, by `scripts/gpu_check.py` (details: summary.md, report.json)."
         elif line.startswith("|"):
-            cells = _cells(line)
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
             if "Measured here" in cells:
                 column = cells.index("Measured here")
-            elif column is not None and cells[0].strip("`") in MEASURED_ROWS and len(cells) > column:
-                notebook, what, label = MEASURED_ROWS[cells[0].strip("`")]
-                block = blocks.get((notebook, what))
-                if block is None:
-                    value = "not measured: the block did not run"
-                elif block["status"] == "skipped":
-                    value = f"not measured: skipped ({block['reason']})"
-                else:
-                    prefix = "|".join(map(re.escape, line_prefixes()))
-                    pattern = re.compile(rf"^(?:{prefix}) {label}: (?P<value>.*)$")
-                    found = next((m["value"] for m in map(pattern.match, block["measured"]) if m), None)
-                    value = found.strip() if found else "not measured: no such line"
-                    if block["status"] == "failed":
-                        value += " (its block failed)"
-                cells[column] = f"{value} ({report['gpu']})".replace("|", "/")
+            elif column is not None and len(cells) > column and not cells[column].startswith("—"):
+                key, stands_in = cells[0].strip("`"), cells[column - 1] if column else ""
+                reason = next((why for what, why in reasons.items() if what in stands_in), "not measured this run")
+                cells[column] = f"{values.get(key, reason)} ({report['gpu']})".replace("|", "/")
                 line = "| " + " | ".join(cells) + " |"
         else:
             column = None  # a table ends at the first line that is not a row
@@ -707,69 +570,62 @@ def fill_reference(text: str, report: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def _out_folder(out: Path) -> str | None:
-    """Why ``out`` cannot take the report (None: it can). It must be a folder holding nothing but
-    an earlier report of this script, so that nothing else there is ever replaced."""
+def _out_problem(out: Path) -> str | None:
+    """Why ``out`` cannot take the report (None: it can): a folder, new, empty, or holding only an
+    earlier report of this check, so that nothing else there is ever replaced."""
     if out.exists() and not out.is_dir():
         return f"--out {out} is a file; give a folder (new, empty, or an earlier gpu_check report)"
-    if out.is_dir():
-        other = sorted(p.name for p in out.iterdir() if p.name not in FILES and not p.name.startswith(
-            tuple(f".{f}.tmp-" for f in FILES)))
-        if other:
-            return (f"--out {out} holds {', '.join(other[:3])}{' ...' if len(other) > 3 else ''}, which this "
-                    f"check did not write; give a new or empty folder (it writes only {', '.join(FILES)})")
+    other = sorted(p.name for p in out.iterdir() if p.name not in FILES and not p.name.startswith(
+        tuple(f".{f}.tmp-" for f in FILES))) if out.is_dir() else []
+    if other:
+        return (f"--out {out} holds {', '.join(other[:3])}{' ...' if len(other) > 3 else ''}, which this check "
+                f"did not write; give a new or empty folder (it writes only {', '.join(FILES)})")
     return None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, help="folder for the report (new or empty): report.json, summary.md, "
-                                                 "reference.md, logs.txt")
+    parser.add_argument("--out", type=Path, help=f"a new or empty folder for the report: {', '.join(FILES)}")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                         help="cuda (default), or cpu to rehearse the run on this machine")
-    parser.add_argument("--deadline", type=float, default=420.0,
-                        help="start no stage after this many seconds (default 420)")
-    parser.add_argument("--grace", type=float, default=60.0,
-                        help="stop a stage still running this long after the deadline (default 60)")
-    parser.add_argument("--stage-limit", type=float, default=240.0, help="stop any stage after this long (default 240)")
+    parser.add_argument("--deadline", type=float, default=420.0, help="start no stage after this many seconds")
+    parser.add_argument("--grace", type=float, default=60.0, help="stop a stage this long after the deadline")
+    parser.add_argument("--stage-limit", type=float, default=240.0, help="stop any stage after this long")
     parser.add_argument("--only", nargs="+", metavar="STAGE", help=f"run these stages only: {', '.join(STAGES)}")
     parser.add_argument("--quick", action="store_true", help="the benchmarks' --quick form (default with --device cpu)")
     parser.add_argument("--reference", type=Path, default=ROOT / "docs" / "gpu" / "reference.md",
                         help="the published figures whose 'Measured here' column the copy in --out fills")
     parser.add_argument("--stage", help=argparse.SUPPRESS)  # the child process of one stage
     args = parser.parse_args(argv)
-
-    def refuse(message: str, code: int = 2) -> int:
-        print(f"gpu-check: {message}")
-        return code
-
     if args.stage:
         return stage(args.stage, args.device, args.quick)
+    problem = None
     if args.out is None:
-        return refuse("give --out DIR, a new or empty folder for the report")
-    for name, low in (("deadline", 0), ("grace", 0), ("stage_limit", 0)):
+        problem = "give --out DIR, a new or empty folder for the report"
+    for name in ("deadline", "grace", "stage_limit"):
         value = getattr(args, name)
-        if not (value > low and value < 1e6) and not (name == "grace" and value == 0):
-            return refuse(f"--{name.replace('_', '-')} must be a number of seconds above 0, got {value:g}")
+        if not (0 < value < 1e6 or (name == "grace" and value == 0)):
+            problem = problem or f"--{name.replace('_', '-')} must be a number of seconds above 0, got {value:g}"
     unknown = [n for n in args.only or () if n not in STAGES]
-    if unknown:
-        return refuse(f"no stage {unknown[0]!r}; valid: {', '.join(STAGES)}")
-    if not args.reference.is_file():
-        return refuse(f"--reference {args.reference} is not a file; give docs/gpu/reference.md")
-    why = _out_folder(args.out)
-    if why:
-        return refuse(why)
+    problem = problem or (f"no stage {unknown[0]!r}; valid: {', '.join(STAGES)}" if unknown else None)
+    if not problem and not args.reference.is_file():
+        problem = f"--reference {args.reference} is not a file; give docs/gpu/reference.md"
+    problem = problem or _out_problem(args.out)
+    if problem:
+        print(f"gpu-check: {problem}")
+        return 2
     try:
         import torch
     except ImportError:
-        return refuse(f"torch is not importable with {sys.executable}; nothing to check")
+        print(f"gpu-check: torch is not importable with {sys.executable}; nothing to check")
+        return 2
     if args.device == "cuda" and not torch.cuda.is_available():
-        return refuse(f"no CUDA device on this machine (torch {torch.__version__}); rehearse with --device cpu", 1)
+        print(f"gpu-check: no CUDA device on this machine (torch {torch.__version__}); rehearse with --device cpu")
+        return 1
     args.quick = args.quick or args.device == "cpu"
     sys.path.insert(0, str(ROOT))
     args.out.mkdir(parents=True, exist_ok=True)
     check = Check(args, [n for n in STAGES if not args.only or n in args.only], torch.__version__, torch.version.cuda)
-
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, frame: check.stop(signum))
     return check.run()

@@ -141,7 +141,7 @@ def test_each_cuda_only_block_is_reported_by_name_with_its_checks(tmp_path):
                             "a block that needs the failed one", "a block gated off on this device"]
     held = blocks["a block that holds"]
     assert held["status"] == "passed"
-    assert held["checks"] == ["assert rate > 100, rate", 'check("two and two", 2 + 2, 4)']
+    assert held["checks"] == ["assert rate > 100, rate"]  # a GPU block states its claims with assert
     assert held["measured"] == ["[measured] 8192^3 bf16 matmul: 800 TFLOP/s"]
     failed = blocks["a block whose assert fails"]
     assert failed["status"] == "failed"
@@ -177,13 +177,13 @@ def table_cells(text):
             for line in text.splitlines() if line.startswith("| `")]
 
 
-def test_the_reference_gets_its_measured_column_filled_and_keeps_the_published_ones(tmp_path, monkeypatch):
+def test_the_reference_gets_its_measured_column_filled_and_keeps_the_published_ones(tmp_path):
+    """A value printed with measured(..., ref=KEY) fills row KEY; a skipped block's rows say why."""
     result = gpu_run(tmp_path)
-    monkeypatch.setattr(gpu_check, "MEASURED_ROWS", {
-        "bf16-gemm-8192": ("97_gpu", "a block that holds", gpu_check.re.escape("8192^3 bf16 matmul")),
-        "gpt2-small-mfu": ("97_gpu", "a block whose assert fails", "MFU"),
-        "autocast-dtypes": ("97_gpu", "a block that needs the failed one", "anything"),
-    })
+    result["blocks"][0]["measured"].append("[per-device] 8192^3 bf16 matmul: 800 TFLOP/s  [ref bf16-gemm-8192]")
+    result["blocks"][1]["measured"].append("[per-device] MFU: 0.5  [ref gpt2-small-mfu]")
+    result["blocks"].append({"what": "the CUDA autocast dtype list", "cell": 9, "checks": [], "measured": [],
+                             "status": "skipped", "reason": "uses after from failed cell 3"})
     before = (ROOT / "docs" / "gpu" / "reference.md").read_text(encoding="utf-8")
     reference = tmp_path / "reference.md"
     reference.write_text(before)
@@ -195,8 +195,9 @@ def test_the_reference_gets_its_measured_column_filled_and_keeps_the_published_o
     measured = {r[0].strip("`"): r[-1] for r in new}
     assert measured["bf16-gemm-8192"] == "800 TFLOP/s (NVIDIA H200)"
     assert measured["gpt2-small-mfu"] == "0.5 (its block failed) (NVIDIA H200)"
-    assert measured["autocast-dtypes"].startswith("not measured: skipped (uses after from failed cell 3)")
-    assert measured["h100-sxm-bf16"] == {r[0].strip("`"): r[-1] for r in old}["h100-sxm-bf16"]
+    assert measured["autocast-dtypes"] == "not measured: skipped (uses after from failed cell 3) (NVIDIA H200)"
+    assert measured["alloc-bf16-ffn"] == "not measured this run (NVIDIA H200)"
+    assert measured["h100-sxm-bf16"] == {r[0].strip("`"): r[-1] for r in old}["h100-sxm-bf16"]  # a datasheet row
     assert "**Measured here:** NVIDIA H200, torch 2.7.0, CUDA 12.8, 2025-01-01 00:00 UTC" in after
     assert "not yet run on a GPU" in before and "**Measured here:** not yet run" not in after
 
@@ -272,7 +273,7 @@ class TestRehearsalStopsAtTheDeadline:
         assert "needs beartype" in " ".join(first["skipped"])
         assert "stopped at the deadline" in (out / "summary.md").read_text()
         assert "===== 01_tensors_and_strides: passed in" in (out / "logs.txt").read_text()
-        assert "not measured: the block did not run" in (out / "reference.md").read_text()
+        assert "not measured this run" in (out / "reference.md").read_text()
         assert git_status() == before  # nothing outside --out changed
 
 

@@ -1,7 +1,7 @@
 """docs/gpu/reference.md: every figure sourced and labelled, every GPU-only block covered, specs as in hardware.py."""
 
+import ast
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -9,9 +9,6 @@ import pytest
 from lecture_utils.hardware import ACCELERATORS
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import gpu_check  # noqa: E402
-
 REFERENCE = ROOT / "docs" / "gpu" / "reference.md"
 LABELS = ("published, not measured here", "no published figure found")
 # The spec rows and the hardware.py number each must equal: (accelerator, field, dtype, unit).
@@ -80,16 +77,30 @@ def test_spec_numbers_agree_with_the_hardware_table(key):
     assert published * unit == pytest.approx(value, rel=1e-9), (key, published, value / unit)
 
 
-def test_every_row_gpu_check_fills_exists_and_names_its_block():
-    table = rows()
-    for key, (notebook, what, _label) in gpu_check.MEASURED_ROWS.items():
-        assert key in table, key
-        assert f"{notebook[:2]}: {what}" in table[key]["stands in for"], key
-        assert what in (ROOT / "py_src" / f"{notebook}.py").read_text(encoding="utf-8"), key
+def _refs() -> dict[str, list[tuple[str, str]]]:
+    """Every measured(..., ref="KEY") in the notebooks' twins: KEY -> [(notebook, its block's what)]."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for py in sorted((ROOT / "py_src").glob("[0-9][0-9]_*.py")):
+        tree = ast.parse(py.read_text(encoding="utf-8"))
+        for block in ast.walk(tree):
+            test = getattr(block, "test", None) if isinstance(block, ast.If) else None
+            if not (isinstance(test, ast.Call) and getattr(test.func, "id", None) == "cuda_only"):
+                continue
+            for call in ast.walk(block):
+                ref = next((k.value.value for k in getattr(call, "keywords", []) if k.arg == "ref"), None)
+                if isinstance(call, ast.Call) and ref:
+                    found.setdefault(ref, []).append((py.stem[:2], test.args[1].value))
+    return found
 
 
-def test_every_key_names_one_row_across_all_tables():
-    """A figure row and a benchmark target with one key would be filled and looked up as one."""
-    keys = re.findall(r"^\| `([^`]+)` \|", REFERENCE.read_text(encoding="utf-8"), re.M)
-    assert len(keys) >= 30
-    assert sorted(k for k in set(keys) if keys.count(k) > 1) == []
+def test_each_gpu_measurement_is_declared_once_in_its_cell_and_fills_its_row():
+    """The GPU check fills a row's "Measured here" from the value a cell printed with ref=KEY: no
+    table in a script. Every such row has exactly one cell measuring it, inside the block it names."""
+    table, refs = rows(), _refs()
+    measurable = {k for k, r in table.items() if not r["Measured here"].startswith("—")}
+    assert sorted(set(refs) - set(table)) == [], "ref= names no row of reference.md"
+    assert sorted(measurable - set(refs)) == [], "rows no cell measures (add measured(..., ref=KEY) in its block)"
+    for key, places in refs.items():
+        assert len(places) == 1, (key, places)
+        notebook, what = places[0]
+        assert f"{notebook}: {what}" in table[key]["stands in for"], key
