@@ -74,6 +74,8 @@ TEMPLATE = r"""
 .reveal .jp-InputArea, .reveal .jp-OutputArea-child { display: block; overflow: visible; }
 .reveal .jp-InputArea-editor { display: block; width: auto; }
 .reveal pre { box-sizing: border-box; max-width: 100%; }
+.reveal .jp-OutputArea-output { display: block; width: auto; }  /* not a table cell that shrinks to fit */
+.reveal .jp-OutputArea-output pre { width: 100%; margin: 0; }
 .reveal .jp-RenderedImage img {
   max-width: 100%; max-height: {{ resources.deck.max_figure }}px; width: auto; height: auto;
 }
