@@ -23,9 +23,9 @@ RECIPES: dict[str, tuple[tuple[str, torch.dtype], ...]] = {
         ("adam m", torch.float32),
         ("adam v", torch.float32),
     ),
-    # §1.2 note: bf16 compute copy + fp32 master weights. Same 16 bytes. Assumes the
-    # fp32 copy of each gradient is transient (made bucket by bucket for the update);
-    # keeping a full fp32 gradient as well would cost 20.
+    # §1.2 note: bf16 compute copy + fp32 master weights: the notes' 16 bytes, the ZeRO paper's
+    # accounting (2 + 2 + 12). Megatron-LM keeps an fp32 main-gradient buffer instead of the bf16
+    # gradients: 2 + 4 + 4 + 4 + 4 = 18 bytes (20 with a bf16 gradient kept as well; notebook 02).
     "mixed_bf16_adamw": (
         ("weights (bf16)", torch.bfloat16),
         ("gradients (bf16)", torch.bfloat16),
