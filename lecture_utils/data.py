@@ -55,6 +55,15 @@ def __getattr__(name: str):
 
 
 # >>> lesson code from py_src/06_data_loading.py: edit it there, then `make export`
+def get_batch_simple(data, batch_size, seq_len, device, generator=None):
+    """(x, y): int64 (batch_size, seq_len) windows of `data` at random starts; y is x shifted by one."""
+    starts = torch.randint(len(data) - seq_len, (batch_size,), generator=generator)  # 0 .. len - seq_len - 1
+    index = starts.numpy()[:, None] + np.arange(seq_len)  # (batch_size, seq_len) positions
+    x = torch.from_numpy(data[index].astype(np.int64))
+    y = torch.from_numpy(data[index + 1].astype(np.int64))  # one token further on
+    return x.to(device), y.to(device)
+
+
 def get_batch_lecture(data, batch_size, seq_len, device):
     """The notes' list-based version (§6), kept verbatim for comparison."""
     starts = torch.randint(len(data) - seq_len - 1, (batch_size,))

@@ -10,11 +10,7 @@ from torch import nn
 
 # >>> lesson code from py_src/05_parameters_and_init.py: edit it there, then `make export`
 def init_weight(d_in, d_out, *, device=None, dtype=None):
-    """A (d_in, d_out) weight from a normal with std 1/sqrt(d_in), cut at ±3 std.
-
-    The cut removes the 0.27% of draws beyond 3 std, so the std becomes 0.9866 / sqrt(d_in).
-    ``trunc_normal_``'s ``a`` and ``b`` are *absolute* bounds, so they are scaled by std.
-    """
+    """A (d_in, d_out) weight, normal with std 1/sqrt(d_in), cut at ±3 std (a, b are absolute)."""
     std = 1 / math.sqrt(d_in)
     weight = torch.empty(d_in, d_out, device=device, dtype=dtype)
     return nn.init.trunc_normal_(weight, std=std, a=-3 * std, b=3 * std)

@@ -15,85 +15,143 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 06 · Data loading: tokens on disk, batches on the GPU
 #
-# The earlier notebooks counted bytes and FLOPs inside the model. This one follows the
-# data from the disk to the GPU (§6 and §6.1 of the notes): the course's token files
-# (uint16 with a JSON sidecar, and the tokenizer that made them); memory-mapping, and why
-# the notes' `np.memmap("tokens.npy", ...)` is wrong; uint16 on disk versus int64 in a
-# batch; the notes' `get_batch` and a vectorised one, written out below, with the notes'
-# off-by-one; pinned memory, `non_blocking=True`, and a background prefetcher.
-#
-# Every `✓` line is an assertion; `[measured]` lines depend on the machine. The notebook
-# runs on a CPU and on a CUDA GPU; the host-to-device cells need a GPU and say so elsewhere.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# > **Errata in the notes.** Corrections this notebook makes to the lecture notes, each
-# > shown (and checked) in the section named:
-# >
-# > - `np.memmap("tokens.npy", dtype=np.uint16)` reads the `.npy` file's header as tokens:
-# >   use `np.load(..., mmap_mode="r")`, or a raw `.bin` file as the course does (section
-# >   "The notes' np.memmap("tokens.npy", ...) reads the header as tokens").
-# > - Indexing does not "require int64": `nn.Embedding` takes int32 or int64 ids and
-# >   `F.cross_entropy` int64 targets: [uint16 versus int64](#uint16-versus-int64).
-# > - The notes' `get_batch` draws starts from `randint(len - seq_len - 1)`, one too few: the
-# >   last window is never drawn, and with exactly one valid window it fails:
-# >   [The notes' get_batch and the vectorised one](#The-notes'-get_batch-and-the-vectorised-one).
+# This notebook is the lecture's core path for §6 and §6.1 of the notes (about 17.0 minutes
+# to read), followed in each section by collapsed "Going deeper" sections. A `✓` line is a
+# checked claim; a `[measured]` line depends on the machine.
 
 # %%
 from lecture_utils import setup; device = setup()
 
-# %% slideshow={"slide_type": "subslide"}
-import gc
-import json
-import math
-import tempfile
-import threading
-import time
-import warnings
-from pathlib import Path
-
-import matplotlib.pyplot as plt
-import numpy as np
-import torch
-import torch.nn.functional as F
-
-from lecture_utils import check, check_answer, check_raises, cuda_only, get_device, measured
-from lecture_utils.bench import time_fn
-from lecture_utils.data import EOT, Prefetcher, data_dir, load_tokens, write_tokens
-from lecture_utils.memory import format_bytes, tensor_bytes
-from lecture_utils.models import GPT, get_config
-
-ON_GPU = device.type == "cuda"
-scratch = tempfile.TemporaryDirectory()  # every file this notebook writes; removed at the end
-TMP = Path(scratch.name)
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §6 Data loading: do not read it all into memory
 #
-# To a language model the training data is one long sequence of integers, the tokenizer's
-# output (Lecture 1). A large corpus is trillions of tokens, terabytes on disk, so the notes
-# store the ids compactly on disk and **memory-map** the file.
+# To a language model the training data is one long sequence of token ids, the tokenizer's
+# output (Lecture 1): for a large corpus, trillions of them, terabytes on disk. The notes
+# store the ids as **uint16** in a file and **memory-map** it: `np.memmap` maps the file into
+# the process's address space, and the operating system reads only the pages that are
+# touched. uint16 is deliberate: GPT-2's 50,257 ids fit in its 65,536 values, so an id costs
+# 2 bytes, 4× less than int64. The course's corpus is tokenized with an 8,192-id BPE into raw
+# uint16 files; `load_tokens` checks one against its JSON sidecar (dtype, length, sha256)
+# and returns the `np.memmap`:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Tokens live on disk as uint16 with a JSON sidecar; memory-map, never read it all.
-# - Run the memmap cell live: a batch of 8 windows reads 16,400 bytes but touches 12 pages (48 KiB) of the file.
-# - Then the notes' two bugs: np.memmap on a .npy reads the header as 64 tokens; their get_batch never draws the last window.
+# - Say: 2 bytes per token on disk, 8 per token in a batch; only the batch is widened.
+# - Ask the room, before the sampler slide: how many valid window starts has a dataset of `n` tokens?
+
+# %% slideshow={"slide_type": "subslide"} tags=["claim-S28"]
+import numpy as np
+import torch
+
+from lecture_utils import check, check_answer, cuda_only, measured
+from lecture_utils.data import data_dir, load_tokens
+
+train = load_tokens(data_dir() / "tokens" / "train.bin")  # np.memmap(path, dtype=np.uint16, mode="r")
+val = load_tokens(data_dir() / "tokens" / "val.bin")
+print(f"train: a {type(train).__name__} of {len(train):,} {train.dtype} ids, {train.nbytes:,} bytes")
+check("GPT-2's 50,257 ids fit uint16's 65,536 values", 50_257 <= np.iinfo(np.uint16).max + 1, True)
+check("train as int64 / as uint16 (bytes)", np.asarray(train).astype(np.int64).nbytes / train.nbytes, 4.0)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### The data: token ids on disk
+# > **The notes say** `data = np.memmap("tokens.npy", dtype=np.uint16, mode="r")` (§6).
+# > **In fact** a `.npy` file, as `np.save` writes it, starts with a header (a magic string,
+# > the dtype, the shape: NumPy's "NPY format", `numpy.lib.format`), and `np.memmap` maps
+# > the raw bytes of "a *binary* file" (its docstring) without parsing it: the header becomes
+# > the first "tokens". Map a raw file, as the course does, or open the `.npy` with
+# > `np.load(path, mmap_mode="r")`:
+
+# %% tags=["claim-S28"]
+import tempfile
+from pathlib import Path
+
+with tempfile.TemporaryDirectory() as folder:
+    npy = Path(folder) / "tokens.npy"
+    np.save(npy, np.array(val[:1000]))  # 1,000 real tokens
+    wrong, right = np.memmap(npy, dtype=np.uint16, mode="r"), np.load(npy, mmap_mode="r")
+    check("np.memmap on the .npy: extra 'tokens' read from its header", len(wrong) - 1000, 64)
+    check("np.load(mmap_mode='r'): a memmap of the 1,000 tokens",
+          (type(right).__name__, np.array_equal(right, val[:1000])), ("memmap", True))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### A batch: random windows, and `y` is `x` shifted by one
+#
+# A batch is `batch_size` windows of the token stream at random starts. The targets `y` are
+# the inputs `x` shifted by one token (the model predicts each next token), so a window of
+# `seq_len` inputs needs `seq_len + 1` tokens and the valid starts are `0 .. len - seq_len - 1`.
+# The simplest correct sampler draws the starts with `torch.randint`, gathers the windows
+# with one fancy index, and widens the uint16 ids to int64 (what the loss takes as targets):
+
+# %%
+# @save lecture_utils/data.py
+def get_batch_simple(data, batch_size, seq_len, device, generator=None):
+    """(x, y): int64 (batch_size, seq_len) windows of `data` at random starts; y is x shifted by one."""
+    starts = torch.randint(len(data) - seq_len, (batch_size,), generator=generator)  # 0 .. len - seq_len - 1
+    index = starts.numpy()[:, None] + np.arange(seq_len)  # (batch_size, seq_len) positions
+    x = torch.from_numpy(data[index].astype(np.int64))
+    y = torch.from_numpy(data[index + 1].astype(np.int64))  # one token further on
+    return x.to(device), y.to(device)
+
+# %% slideshow={"slide_type": "subslide"} tags=["claim-S29"]
+x, y = get_batch_simple(val, 4, 8, device, generator=torch.Generator().manual_seed(0))
+print("x[0]:", x[0].tolist())
+print("y[0]:", y[0].tolist())
+check("x and y: int64, (batch_size, seq_len)", (x.dtype, y.dtype, tuple(y.shape)), (torch.int64, torch.int64, (4, 8)))
+check("y is x shifted by one token", torch.equal(x[:, 1:], y[:, :-1]), True)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# > **The notes say** `starts = torch.randint(len(data) - seq_len - 1, (batch_size,))` (§6).
+# > **In fact** `torch.randint(high, ...)` draws from 0 to `high - 1` (its docs: `high` is
+# > "one above the highest integer to be drawn"), so the notes' starts stop one short: the
+# > last valid window is never drawn, and with exactly one valid window (`len == seq_len + 1`)
+# > the call fails. The notes' version as written, on a toy dataset where token `i` sits at
+# > position `i`, so a window's first token *is* its start:
+
+# %%
+# @save lecture_utils/data.py
+def get_batch_lecture(data, batch_size, seq_len, device):
+    """The notes' list-based version (§6), kept verbatim for comparison."""
+    starts = torch.randint(len(data) - seq_len - 1, (batch_size,))
+    x = torch.stack([torch.from_numpy(data[i:i + seq_len].astype(np.int64)) for i in starts])
+    y = torch.stack([torch.from_numpy(data[i + 1:i + seq_len + 1].astype(np.int64)) for i in starts])
+    return x.to(device), y.to(device)
+
+# %% slideshow={"slide_type": "subslide"} tags=["claim-S29"]
+toy = np.arange(10, dtype=np.uint16)  # 10 tokens, seq_len 4: the valid starts are 0 .. 5
+x_notes, _ = get_batch_lecture(toy, 1000, 4, "cpu")
+x_simple, _ = get_batch_simple(toy, 1000, 4, "cpu")
+check("starts the notes' version draws (1,000 windows)", sorted(set(x_notes[:, 0].tolist())), [0, 1, 2, 3, 4])
+check("starts get_batch_simple draws", sorted(set(x_simple[:, 0].tolist())), [0, 1, 2, 3, 4, 5])
+err = check("the notes' version with one valid window", lambda: get_batch_lecture(toy[:5], 1, 4, "cpu"), raises=RuntimeError)
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: the course's token files, and the tokenizer that made them
 #
 # The course ships a small corpus, *The Jargon File* and *The Devil's Dictionary*
 # (`data/README.md`), tokenized with a byte-level BPE of 8,192 ids. Each split is a raw
 # file of little-endian uint16 ids (`.bin`) with a JSON **sidecar** recording the dtype,
 # vocabulary size, token count and sha256: a raw file has no header, so the sidecar is the
-# only record of what the bytes mean. `load_tokens` checks the file against its sidecar
-# (size and sha256) and returns a read-only `np.memmap`. `data_dir()` finds the files:
-# `$LECTURE_DATA` if set, else the copy installed with the package, else the checkout's
-# `data/`.
+# only record of what the bytes mean. `data_dir()` finds the files: `$LECTURE_DATA` if set,
+# else the copy installed with the package, else the checkout's `data/`.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
+import gc
+import json
+import math
+import threading
+import warnings
+
+import matplotlib.pyplot as plt
+import torch.nn.functional as F
+
+from lecture_utils import get_device
+from lecture_utils.bench import time_fn
+from lecture_utils.data import EOT, Prefetcher, write_tokens
+from lecture_utils.memory import format_bytes
+from lecture_utils.models import GPT, get_config
+
+ON_GPU = device.type == "cuda"
+scratch = tempfile.TemporaryDirectory()  # every file the deeper sections write; removed at the end
+TMP = Path(scratch.name)
 TOKENS = data_dir() / "tokens"
-train = load_tokens(TOKENS / "train.bin")
-val = load_tokens(TOKENS / "val.bin")
 meta = {split: json.loads((TOKENS / f"{split}.json").read_text()) for split in ("train", "val")}
 
 print(f"{'split':<6} {'tokens':>8} {'dtype':>6} {'bytes':>8} {'vocab':>6} {'documents':>10}")
@@ -101,24 +159,17 @@ for split, data in (("train", train), ("val", val)):
     m = meta[split]
     print(f"{split:<6} {len(data):>8,} {str(data.dtype):>6} {data.nbytes:>8,} {m['vocab_size']:>6,} "
           f"{m['documents']:>10,}")
+check("largest id in either split < vocabulary", int(max(train.max(), val.max())) < meta["train"]["vocab_size"],
+      True)
 
-check("train tokens", len(train), 455_403)
-check("val tokens", len(val), 25_803)
-check("token dtype (train, val): little-endian uint16", (train.dtype.str, val.dtype.str),
-      ("<u2", "<u2"))
-check("vocabulary size (sidecar)", meta["train"]["vocab_size"], 8192)
-check("largest id in either split < vocabulary", int(max(train.max(), val.max())) < 8192, True)
-check("load_tokens returns a read-only memmap", (type(train).__name__, train.flags.writeable),
-      ("memmap", False))
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # The ids mean nothing without the tokenizer that made them. We load it, check it against
 # the sidecar, and decode the first 30 tokens of the validation split (the header of the
 # dictionary file the corpus starts with), then one whole document at position 527, an
 # entry of *The Devil's Dictionary*, token by token (each `|` is a token boundary). It ends
 # with `<|endoftext|>`, the separator between documents:
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 from tokenizers import Tokenizer  # Hugging Face's, the library that trained it
 
 tokenizer = Tokenizer.from_file(str(data_dir() / "tokenizer.json"))
@@ -141,11 +192,11 @@ check("the document ends with <|endoftext|>", doc[-1], eot_id)
 check("decode then encode gives the same ids back",
       tokenizer.encode(tokenizer.decode(doc[:-1])).ids, doc[:-1])
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # How much text does a token carry? Bytes of text per token turn a token count into a
 # corpus size (a larger vocabulary, trained on more text, packs more into a token):
 
-# %%
+# %% tags=["deeper"]
 text = tokenizer.decode(val.tolist())
 text_bytes = len(text.encode("utf-8"))
 text_tokens = len(val) - meta["val"]["documents"]  # every id but the separators
@@ -158,51 +209,43 @@ all_text_bytes = meta["train"]["text_bytes"] + meta["val"]["text_bytes"]
 check("both splits: bytes of text / all tokens (data/README's 'about 3.7')",
       round(all_text_bytes / (meta["train"]["n_tokens"] + meta["val"]["n_tokens"]), 2), 3.67)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### The notes' `np.memmap("tokens.npy", ...)` reads the header as tokens
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: the `.npy` header, byte by byte
 #
-# The notes open the token file with `np.memmap("tokens.npy", dtype=np.uint16, mode="r")`.
-# That is right for a **raw** file like ours, but `np.save` writes a header (a magic
-# string, the dtype, the shape) before the data, and `np.memmap` does not parse it: the
-# header's bytes become the first "tokens". We save 1,000 real tokens with `np.save` and
-# map the file both ways:
+# The core's correction, in detail: what the 64 header "tokens" are, and what they would do.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 some_ids = np.array(val[:1000])  # an in-memory copy
 npy = TMP / "tokens.npy"
 np.save(npy, some_ids)
 wrong = np.memmap(npy, dtype=np.uint16, mode="r")
-right = np.load(npy, mmap_mode="r")
-
 print("np.memmap, first 8 'tokens':", wrong[:8])
 print("the same bytes as text:     ", bytes(wrong[:8])[:40])
 check("file size = header + 2 bytes x 1,000 tokens", npy.stat().st_size, 128 + 2000)
-check("np.memmap sees 64 extra 'tokens'", len(wrong) - len(some_ids), 64)
 check("...the first bytes are the .npy magic string", bytes(wrong[:3]), b"\x93NUMPY")
 check("...the real tokens start 64 'tokens' in", np.array_equal(wrong[64:], some_ids), True)
 check("header 'ids' beyond our vocabulary of 8,192", int((wrong[:64] >= 8192).sum()), 61)
-check("np.load(mmap_mode='r') parses the header: a memmap, offset, data",
-      (type(right).__name__, right.offset, np.array_equal(right, some_ids)), ("memmap", 128, True))
-del wrong, right
+check("np.load(mmap_mode='r') skips the header: its offset", np.load(npy, mmap_mode="r").offset, 128)
+del wrong
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # The damage is real: the 64 header "ids" are mostly invalid (an index error in the
 # embedding, or a device-side assert on a GPU), the length is wrong, and every position
 # kept elsewhere (document offsets, a split by index) is off by 64. Keep raw `.bin` files
 # with a sidecar, as the course does, or open a `.npy` with `np.load(path, mmap_mode="r")`.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Mapping versus reading: what lands in this process's memory
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: mapping versus reading, what lands in this process's memory
 #
 # `np.memmap` maps the file into the process's virtual address space. Nothing is read
 # until an element is touched; then the operating system brings in the **page** (4 KiB on
 # x86-64 Linux) that holds it. To test that we need a file much larger than a batch: 330
 # copies of the training split, 150M tokens, 301 MB, written one copy at a time. A batch
-# is windows at random starts (the samplers are written out below): we draw eight starts
+# is windows at random starts (as `get_batch_simple` draws them): we draw eight starts
 # and work out the pages they touch before touching the file. Eight windows of 1,025
 # tokens (1,024 inputs and the one extra target) are 16,400 bytes of data:
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 BIG = TMP / "big.bin"
 COPIES = 330
 block = np.asarray(train).tobytes()
@@ -227,14 +270,14 @@ check("bytes the batch reads", RSS_BATCH * (RSS_SEQ + 1) * 2, 16_400)
 check("distinct 4 KiB pages they lie on", len(touched), 12)
 check("...that is, this much of the file", len(touched) * PAGE, 49_152)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # Now the measurement. A process's **resident set size** (RSS) is the physical memory
 # mapped into it now; Linux's `/proc/self/status` splits it into anonymous memory
 # (`RssAnon`: heap, numpy arrays) and file-backed pages (`RssFile`: mapped files). We read
 # it before and after mapping the file, and after reading the batch (`[measured]`: it
 # depends on the kernel; without `/proc` the cell says so and skips):
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 HAVE_PROC = Path("/proc/self/status").exists()
 
 
@@ -273,10 +316,10 @@ else:
     assert grown(r_start, r_batch) * 1e6 < 0.1 * big_bytes, r_batch     # a batch reads ~nothing
 check("the batch read: 8 windows x 1,025 tokens", batch.shape, (8, 1025))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # Now the same file read the ordinary way, with `np.fromfile`, after dropping the map:
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 del mapped, batch
 gc.collect()
 r_before = rss()
@@ -299,7 +342,7 @@ check("np.fromfile read every token", n_read, big_tokens)
 BIG.unlink()
 check("big.bin removed", not BIG.exists(), True)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # What the numbers say, and what they do not:
 #
 # * **Mapping costs nothing, a batch costs megabytes, reading costs the file.** Eight
@@ -316,109 +359,73 @@ check("big.bin removed", not BIG.exists(), True)
 # * **A full pass is not free.** Touch every token and every page becomes resident, but
 #   reclaimable: a 30 TB dataset can be streamed on a machine with far less RAM.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### uint16 versus int64
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: uint16 versus int64
 #
-# The notes choose uint16 deliberately: a token id costs 2 bytes instead of int64's 8,
-# **4× less** on disk and in memory. uint16 holds ids 0 to 65,535: GPT-2's 50,257 tokens
-# fit, ours (8,192) easily, Llama 3's 128,256 do not (uint32). The danger is that nothing
-# stops you: `astype` converts modulo $2^{16}$, so id 70,000 silently becomes 4,464 (torch
-# does the same); only a Python literal is range-checked. `write_tokens` refuses both a
-# vocabulary that does not fit and an id outside the declared vocabulary:
+# uint16 holds ids 0 to 65,535. The danger is that nothing stops a larger id: `astype`
+# converts modulo $2^{16}$, so id 70,000 silently becomes 4,464 (torch does the same); only a
+# Python literal is range-checked. `write_tokens` refuses both a vocabulary that does not
+# fit and an id outside the declared vocabulary:
 
-# %% slideshow={"slide_type": "subslide"}
-as_int64 = np.asarray(train).astype(np.int64)  # the whole split, widened
-print(f"train: uint16 {format_bytes(train.nbytes)}, int64 {format_bytes(as_int64.nbytes)}")
-check("train as uint16 (bytes)", train.nbytes, 910_806)
-check("train as int64 (bytes)", as_int64.nbytes, 3_643_224)
-check("int64 / uint16", as_int64.nbytes / train.nbytes, 4.0)
-check("...as torch counts it", tensor_bytes(torch.from_numpy(as_int64)), as_int64.nbytes)
-del as_int64
-
-u16 = np.iinfo(np.uint16)
-check("uint16 ids", (int(u16.min), int(u16.max)), (0, 65_535))
-check("GPT-2's largest id (50,256) survives uint16", int(np.array([50_256]).astype(np.uint16)[0]),
-      50_256)
-check("Llama 3's vocabulary (128,256) is too big for uint16", 128_256 > u16.max + 1, True)
-check("np: 70,000 -> uint16 silently wraps to 70,000 - 65,536",
-      int(np.array([70_000]).astype(np.uint16)[0]), 4_464)
+# %% tags=["deeper"]
+check("np: 70,000 -> uint16 silently wraps to 70,000 - 65,536", int(np.array([70_000]).astype(np.uint16)[0]), 4_464)
 check("torch: the same", torch.tensor([70_000]).to(torch.uint16).tolist(), [4_464])
-check_raises("np.array([70_000], dtype=np.uint16) (a literal) is range-checked", OverflowError,
-             np.array, [70_000], dtype=np.uint16)
-err = check_raises("write_tokens with a 70,001-token vocabulary", ValueError, write_tokens,
-                   TMP / "too_big.bin", np.array([1, 70_000]), 70_001)
+err = check("np.array([70_000], dtype=np.uint16) (a literal) is range-checked",
+            lambda: np.array([70_000], dtype=np.uint16), raises=OverflowError)
+err = check("write_tokens with a 70,001-token vocabulary",
+            lambda: write_tokens(TMP / "too_big.bin", np.array([1, 70_000]), 70_001), raises=ValueError)
 print("   ", err)
-err = check_raises("write_tokens with an id outside the vocabulary", ValueError, write_tokens,
-                   TMP / "out_of_range.bin", np.array([1, 9_000]), 8_192)
+err = check("write_tokens with an id outside the vocabulary",
+            lambda: write_tokens(TMP / "out_of_range.bin", np.array([1, 9_000]), 8_192), raises=ValueError)
 print("   ", err)
-check("...and neither wrote a file", not any((TMP / n).exists() for n in ("too_big.bin",
-      "out_of_range.bin")), True)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# The ids must be widened before they reach the model. `torch.from_numpy` keeps the dtype,
-# and PyTorch can store a `torch.uint16` tensor but not index with it. The notes say
-# indexing "requires int64"; precisely, `nn.Embedding` takes int32 or int64 ids and
-# `F.cross_entropy` int64 targets, so int64 for both `x` and `y` is the simple choice.
-# (`torch.from_numpy` on the read-only memmap also warns; the `astype(np.int64)` copy in
-# `get_batch` avoids both problems at once.)
+# %% [markdown] tags=["deeper"]
+# The ids are widened before they reach the model: `torch.from_numpy` keeps the dtype, and
+# PyTorch can store a `torch.uint16` tensor but not index with it.
+#
+# > **The notes say** the ids are converted to int64 before the embedding because "PyTorch
+# > indexing requires" it (§6). **In fact** `nn.Embedding` takes int32 or int64 ids (its docs:
+# > "IntTensor or LongTensor"); it is `F.cross_entropy` whose class targets must be int64.
+# > int64 for both `x` and `y` is the simple choice. (`torch.from_numpy` on the read-only
+# > memmap also warns; the `astype(np.int64)` copy avoids both problems at once.)
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 ids16 = np.array(val[:8])  # a writable uint16 copy
 as_tensor = torch.from_numpy(ids16)
 check("torch.from_numpy(uint16 array).dtype", as_tensor.dtype, torch.uint16)
 emb = torch.nn.Embedding(8192, 16)
-check_raises("nn.Embedding with uint16 ids", RuntimeError, emb, as_tensor)
+err = check("nn.Embedding with uint16 ids", lambda: emb(as_tensor), raises=RuntimeError)
 check("...with int32 ids", tuple(emb(as_tensor.int()).shape), (8, 16))
-check("...with int64 ids", tuple(emb(as_tensor.long()).shape), (8, 16))
 logits = torch.zeros(8, 8192)
-check_raises("F.cross_entropy with int32 targets", RuntimeError, F.cross_entropy, logits,
-             as_tensor.int())
+err = check("F.cross_entropy with int32 targets", lambda: F.cross_entropy(logits, as_tensor.int()), raises=RuntimeError)
 check("...with int64 targets: log(8192) for uniform logits",
       round(F.cross_entropy(logits, as_tensor.long()).item(), 4), round(math.log(8192), 4))
-
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     torch.from_numpy(val[:8])
-check("torch.from_numpy(read-only memmap) warns 'not writable'",
-      ["not writable" in str(w.message) for w in caught], [True])
+check("torch.from_numpy(read-only memmap) warns 'not writable'", ["not writable" in str(w.message) for w in caught],
+      [True])
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# So a batch is widened to int64 on its way to the model, and only the batch: 64 × 1,024
-# tokens are 512 KiB as int64, while the dataset stays uint16 on disk.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### The notes' `get_batch` and the vectorised one
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: a faster `get_batch`, and the same distribution
 #
-# The notes' sampler draws `batch_size` random starts and slices one window per start in a
-# Python loop, twice (inputs, then targets). Here it is as the notes write it:
+# `get_batch_simple` copies each token twice (`x` and `y` overlap in all but one token per
+# window), and converts uint16 to int64 on the way. The course's `get_batch` (what the
+# trainer and notebook 08 use) returns the same `x` and `y` for the same generator
+# (`tests/test_nb06_data.py` proves it) with one gather and one conversion. A stride trick
+# (notebook 01) first: `as_strided` views the uint16 data as a matrix whose row $i$ is the
+# window `data[i : i + seq_len + 1]`. Both of its strides are one token, so neighbouring
+# rows overlap and the view costs no memory (numpy's `sliding_window_view` builds the same
+# view, checked below, but takes longer to build than a small batch takes to copy).
+# `window_rows` indexes its rows with the starts: one gather for the whole batch, still
+# uint16. `widened` then copies it once into a new int64 tensor, in pinned memory when the
+# batch goes to a GPU, so that the copy there runs asynchronously (§6.1). `sample_windows`
+# (what `Trainer` uses) widens the windows. `get_batch` views the rows once more, as a
+# (2, batch, seq_len) array whose first half is `x` and second half `y`, one token further
+# on (a stride trick again: no copy), and widens that view in a single copy into one int64
+# tensor, which goes to the device in one transfer.
 
-# %%
-# @save lecture_utils/data.py
-def get_batch_lecture(data, batch_size, seq_len, device):
-    """The notes' list-based version (§6), kept verbatim for comparison."""
-    starts = torch.randint(len(data) - seq_len - 1, (batch_size,))
-    x = torch.stack([torch.from_numpy(data[i:i + seq_len].astype(np.int64)) for i in starts])
-    y = torch.stack([torch.from_numpy(data[i + 1:i + seq_len + 1].astype(np.int64)) for i in starts])
-    return x.to(device), y.to(device)
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# The vectorised sampler has no loop over the batch, and writes each int64 token once. A
-# stride trick (notebook 01) first: `as_strided` views the uint16 data as a matrix whose
-# row $i$ is the window `data[i : i + seq_len + 1]`. Both of its strides are one token, so
-# neighbouring rows overlap and the view costs no memory (numpy's `sliding_window_view`
-# builds the same view, checked below, but takes longer to build than a small batch takes
-# to copy). `window_rows` indexes its rows with the starts: one gather for the whole batch,
-# still uint16, a quarter of the int64 batch's bytes. `widened` then copies it once into a
-# new int64 tensor, in pinned memory when the batch goes to a GPU, so that the copy there
-# runs asynchronously (§6.1). `sample_windows` (what `Trainer` uses) widens the windows.
-# `get_batch` views the rows once more, as a (2, batch, seq_len) array whose first half is
-# `x` and second half `y`, one token further on (a stride trick again: no copy), and widens
-# that view in a single copy into one int64 tensor, which goes to the device in one transfer.
-# `x` and `y` are its two halves: each contiguous, so the notes' `y.view(-1)` works on them.
-# Both functions take an explicit `torch.Generator`, so sampling is reproducible (and
-# checkpointable) without touching the global seed.
-
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 # @save lecture_utils/data.py
 def window_rows(data, batch_size, seq_len, generator=None):
     """(batch_size, seq_len + 1) windows of `data` at uniform random starts, in its dtype."""
@@ -453,89 +460,46 @@ def get_batch(data, batch_size, seq_len, device, generator=None):
     both = widened(x_and_y, pin).to(device, non_blocking=True)  # one int64 copy, one transfer
     return both[0], both[1]
 
-# %% slideshow={"slide_type": "subslide"}
-x, y = get_batch(val, 4, 16, device, generator=torch.Generator().manual_seed(0))
-check("get_batch: x and y are int64", (x.dtype, y.dtype), (torch.int64, torch.int64))
-check("...batch x 16 tokens each", tuple(x.shape), (4, 16))
-check("...on the device", (x.device.type, y.device.type) == (device.type, device.type), True)
-check("...y is x shifted by one token", torch.equal(x[:, 1:], y[:, :-1]), True)
+# %% tags=["deeper"]
+g_simple, g_fast = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
+x_simple, y_simple = get_batch_simple(val, 4, 16, device, generator=g_simple)
+x, y = get_batch(val, 4, 16, device, generator=g_fast)
+check("get_batch == get_batch_simple, same generator (x, y)", (torch.equal(x, x_simple), torch.equal(y, y_simple)),
+      (True, True))
 check("...x and y: the two halves of one int64 copy (bytes)",
       (x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr(), x.untyped_storage().nbytes()),
       (True, 2 * 4 * 16 * 8))
-
-# %% slideshow={"slide_type": "subslide"}
 every_window = np.lib.stride_tricks.as_strided(val, (len(val) - 16, 17), (2, 2), writeable=False)
 check("the windows view: row 5 is val[5:22]", np.array_equal(every_window[5], val[5:22]), True)
 check("...it is numpy's sliding_window_view", np.array_equal(
     every_window, np.lib.stride_tricks.sliding_window_view(val, 17)), True)
 check("...and shares val's memory (no copy)", np.shares_memory(every_window, val), True)
-same_starts = torch.randint(len(val) - 16, (4,), generator=torch.Generator().manual_seed(0)).numpy()
-check("sample_windows == one fancy index of every position, on the same starts",
-      np.array_equal(sample_windows(val, 4, 16, torch.Generator().manual_seed(0)).numpy(),
-                     val[same_starts[:, None] + np.arange(17)]), True)
-win_cpu = sample_windows(val, 4, 16, torch.Generator().manual_seed(0))
-x_cpu, y_cpu = get_batch(val, 4, 16, "cpu", generator=torch.Generator().manual_seed(0))
-check("get_batch == those windows split, on the same starts",
-      (torch.equal(x_cpu, win_cpu[:, :-1]), torch.equal(y_cpu, win_cpu[:, 1:])), (True, True))
-check("...each half contiguous", (x_cpu.is_contiguous(), y_cpu.is_contiguous()), (True, True))
 
-# %% [markdown]
-# **The same random numbers, the same windows?** Nearly. A window needs `seq_len + 1`
-# tokens, so the valid starts are `0 .. len - seq_len - 1`: that is `len - seq_len`
-# starts, and `get_batch` draws from `randint(len - seq_len)`. The notes draw from
-# `randint(len - seq_len - 1)`, one fewer. Fed the same random bits, the two ranges give
-# different starts. Make the ranges coincide, by handing `get_batch` the data minus its
-# last token, and the two samplers return identical batches from the same seed: apart
-# from the range they are the same algorithm.
+# %% [markdown] tags=["deeper"]
+# **The notes' version draws the same windows, given the same range.** Fed the same random
+# bits, `randint(len - seq_len - 1)` and `randint(len - seq_len)` give different starts.
+# Make the ranges coincide, by handing `get_batch` the data minus its last token, and the
+# notes' sampler and `get_batch` return identical batches from the same seed: apart from the
+# range they are the same algorithm.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 B, T, SEED = 8, 64, 3
 torch.manual_seed(SEED)  # the notes' version uses the global generator
-notes_starts = torch.randint(len(train) - T - 1, (B,))
-ours_starts = torch.randint(len(train) - T, (B,), generator=torch.Generator().manual_seed(SEED))
-print("notes' starts:", notes_starts.tolist())
-print("our starts:   ", ours_starts.tolist())
-check("same seed, ranges one apart: different starts", not torch.equal(notes_starts, ours_starts),
-      True)
-
-torch.manual_seed(SEED)
 x_notes, y_notes = get_batch_lecture(train, B, T, "cpu")
 x_ours, y_ours = get_batch(train[:-1], B, T, "cpu", generator=torch.Generator().manual_seed(SEED))
-check("same seed, same range: x identical", torch.equal(x_notes, x_ours), True)
-check("...and y identical", torch.equal(y_notes, y_ours), True)
+check("same seed, same range: (x, y) identical", (torch.equal(x_notes, x_ours), torch.equal(y_notes, y_ours)),
+      (True, True))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# The off-by-one is easiest to see on a toy dataset where token $i$ sits at position $i$,
-# so a window's first token *is* its start. With 10 tokens and `seq_len = 4` there are six
-# valid starts, 0 to 5:
-
-# %% slideshow={"slide_type": "subslide"}
-toy = np.arange(10, dtype=np.uint16)
-torch.manual_seed(0)
-x_notes, y_notes = get_batch_lecture(toy, 1000, 4, "cpu")
-x_ours, y_ours = get_batch(toy, 1000, 4, "cpu", generator=torch.Generator().manual_seed(0))
-check("valid starts", list(range(len(toy) - 4)), [0, 1, 2, 3, 4, 5])
-check("starts the notes' version draws (1,000 windows)", sorted(set(x_notes[:, 0].tolist())),
-      [0, 1, 2, 3, 4])
-check("starts get_batch draws (1,000 windows)", sorted(set(x_ours[:, 0].tolist())),
-      [0, 1, 2, 3, 4, 5])
-check("largest target (notes, ours): only ours ever predicts the last token",
-      (int(y_notes.max()), int(y_ours.max())), (8, 9))
-check_raises("the notes' version, len == seq_len + 1 (one valid window)", RuntimeError,
-             get_batch_lecture, toy[:5], 1, 4, "cpu")
-check("get_batch returns that window", get_batch(toy[:5], 1, 4, "cpu")[0].tolist(), [[0, 1, 2, 3]])
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# On a real corpus the bug is harmless: one start in 455,000 is never drawn, so the last
-# token is never a target. On tiny data it shows: with exactly one valid window the notes'
-# version calls `randint(0)` and fails.
+# %% [markdown] tags=["deeper"]
+# On a real corpus the off-by-one is harmless: one start in 455,000 is never drawn, so the
+# last token is never a target.
 #
 # **The same distribution.** Both samplers should be uniform over their starts. We draw
 # 20,000 windows from each on 200 tokens with `seq_len = 8` (192 valid starts; the notes
 # reach 191) and compare the counts per start with uniform by a χ² statistic: for $k$
 # equally likely starts it has mean $k - 1$ and standard deviation $\sqrt{2(k-1)} \approx 20$.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 hist_data = np.arange(200, dtype=np.uint16)
 DRAWS, T_H = 20_000, 8
 n_valid = len(hist_data) - T_H
@@ -556,7 +520,7 @@ for name, c in counts.items():
 check("the last valid start: drawn by (notes, get_batch)",
       (bool(counts["notes"][-1]), bool(counts["get_batch"][-1])), (False, True))
 
-# %% caption="Windows drawn per start by the notes' sampler and by get_batch over 20,000 draws: both uniform, but the notes' never draws the last start." slideshow={"slide_type": "subslide"}
+# %% caption="Windows drawn per start by the notes' sampler and by get_batch over 20,000 draws: both uniform, but the notes' never draws the last start." tags=["deeper"]
 BIN = 16
 fig, ax = plt.subplots(figsize=(6.0, 3.0))
 for name, c in counts.items():
@@ -569,7 +533,7 @@ ax.set_title("20,000 starts from each sampler: both uniform (the notes never dra
 ax.legend(frameon=False, loc="lower left", fontsize=12)
 plt.show()
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # **Throughput.** The distribution is the same; the cost is not. For a batch of 64 the
 # notes' version runs 2 × 64 slices, `astype` calls and tensor constructions in Python,
 # then a `torch.stack` that copies everything again; the vectorised one does one gather
@@ -577,7 +541,7 @@ plt.show()
 # its target, 25×), on one thread: sampling runs on one thread in practice (the `Prefetcher` below
 # uses one), and a small op split over two busy cores makes timings swing tenfold.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 threads = torch.get_num_threads()
 torch.set_num_threads(1)
 try:
@@ -593,77 +557,84 @@ measured("vectorised throughput", 64 * 1024 / t_ours / 1e6, "M tokens/s")
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §6.1 Pinned memory
 #
-# A host-to-device copy is done by the GPU's DMA (copy) engines, which read host memory
-# by physical address without the CPU. Ordinary ("pageable") memory may be moved by the
-# kernel (compaction, NUMA migration) or, where swap exists, evicted; GPU servers often
-# have no swap, but moving pages is enough. So the driver copies pageable data in two
-# steps: the CPU copies it into a pinned staging buffer, then the DMA engine copies that.
-# **Pinned** (page-locked) memory stays put, so the DMA engine reads it directly: one copy
-# fewer, and it can run asynchronously while the CPU moves on:
+# A host-to-device copy is done by the GPU's DMA (copy) engines, which read host memory by
+# physical address without the CPU. Ordinary ("pageable") memory may be moved or evicted by
+# the kernel, so the driver copies it in two steps: the CPU copies it into a pinned staging
+# buffer, then the DMA engine copies that. **Pinned** (page-locked) memory stays put, so
+# the DMA engine reads it directly, and the copy can run while the CPU moves on:
 #
 # ```python
 # x = x.pin_memory()                   # copy into page-locked host memory
 # x = x.to("cuda", non_blocking=True)  # the call returns before the copy is done
 # ```
 #
-# `get_batch` does exactly this on CUDA. Every pinned page is one the kernel cannot
-# reclaim, so one pins batch-sized buffers, never the dataset.
+# While the GPU computes on this batch, the CPU prepares the next one and its copy is in
+# flight. The course's `get_batch` pins its batch on CUDA. Every pinned page is one the
+# kernel cannot reclaim: pin batch-sized buffers, never the dataset. The cell below times
+# the *call* and the *copy* of a 256 MiB `non_blocking` copy with the host clock, from
+# pageable and from pinned memory (on a CUDA GPU only):
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Pageable memory costs one extra CPU copy into a staging buffer; pinned memory lets the DMA engine read it directly.
-# - The GPU cells are skipped on a CPU laptop: say what they measure.
-# - Point at the timeline figure: with the Prefetcher the loads hide under compute.
+# - Say: pageable memory costs one extra CPU copy into a staging buffer; pinned memory lets the DMA engine read it directly.
+# - On a CPU laptop the cell is skipped: say what it measures, then show docs/gpu/reference.md.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# The cells below need a CUDA GPU; elsewhere each prints one line saying so. The first
-# times a 256 MiB copy to the GPU from pageable and from pinned memory (published H100
+# %% slideshow={"slide_type": "subslide"}
+import time
+
+
+def call_and_copy_seconds(dst, src):
+    """(seconds until dst.copy_(src, non_blocking=True) returns, seconds until the copy is done), best of 5."""
+    calls, copies = [], []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        dst.copy_(src, non_blocking=True)  # the notes' x.to("cuda", non_blocking=True)
+        calls.append(time.perf_counter() - start)
+        torch.cuda.synchronize()
+        copies.append(time.perf_counter() - start)
+    return min(calls), min(copies)
+
+# %% slideshow={"slide_type": "subslide"} tags=["claim-S30"]
+COPY_BYTES = 256 * 2**20
+if cuda_only(device, "timing when a non_blocking copy returns"):
+    pageable = torch.ones(COPY_BYTES // 4)  # float32 in ordinary host memory
+    pinned = pageable.pin_memory()  # the notes' x.pin_memory()
+    on_gpu = torch.empty_like(pageable, device=device)
+    assert pinned.is_pinned() and not pageable.is_pinned()
+    call, copy = call_and_copy_seconds(on_gpu, pageable)
+    measured("non_blocking from pageable: the call returns after", call * 1e3, "ms", per_device=True)
+    measured("non_blocking from pageable: call / copy", call / copy, per_device=True)
+    call, copy = call_and_copy_seconds(on_gpu, pinned)
+    measured("non_blocking from pinned: the call returns after", call * 1e3, "ms", per_device=True,
+             ref="non-blocking-pinned")
+    measured("non_blocking from pinned: call / copy", call / copy, per_device=True)
+    assert torch.equal(on_gpu[:4].cpu(), pinned[:4])  # the copy arrived
+
+# %% [markdown]
+# From pinned memory the call returns at once and the copy finishes later; from pageable
+# memory the call returns only when nearly the whole copy is done, `non_blocking` or not.
+# Published figures and the GPU check's measurements: docs/gpu/reference.md
+# (`non-blocking-pinned`).
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: copy bandwidth, streams, and a prefetcher
+#
+# These cells need a CUDA GPU; elsewhere each prints one line saying so. The first times a
+# blocking 256 MiB copy to the GPU from pageable and from pinned memory (published H100
 # figures and the benchmark's target: docs/gpu/reference.md, `h2d-pinned`):
 
-# %% slideshow={"slide_type": "subslide"}
-COPY_BYTES = 256 * 2**20
+# %% tags=["deeper"]
 if cuda_only(device, "timing pageable versus pinned host-to-device copies"):
-    pageable = torch.ones(COPY_BYTES // 4)  # float32 on the host, ordinary memory
-    pinned = pageable.pin_memory()
-    on_gpu = torch.empty_like(pageable, device=device)
-    assert not pageable.is_pinned() and pinned.is_pinned()
-    rate = {}
-    for name, src in (("pageable", pageable), ("pinned", pinned)):
-        seconds = time_fn(on_gpu.copy_, src, min_run_time=0.3)  # a blocking copy
-        rate[name] = COPY_BYTES / seconds
-        measured(f"{name:>8} -> GPU, {format_bytes(COPY_BYTES)}", rate[name] / 1e9, "GB/s", per_device=True)
+    assert not pageable.is_pinned() and pinned.is_pinned()  # the buffers of the core cell
+    rate = {name: COPY_BYTES / time_fn(on_gpu.copy_, src, min_run_time=0.3)  # a blocking copy
+            for name, src in (("pageable", pageable), ("pinned", pinned))}
+    measured(f"pageable -> GPU, {format_bytes(COPY_BYTES)}", rate["pageable"] / 1e9, "GB/s", per_device=True,
+             ref="h2d-pageable")
+    measured(f"  pinned -> GPU, {format_bytes(COPY_BYTES)}", rate["pinned"] / 1e9, "GB/s", per_device=True,
+             ref="h2d-pinned")
     measured("pinned / pageable", rate["pinned"] / rate["pageable"], "x", per_device=True)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# **What `non_blocking=True` does.** From pinned memory the copy is queued and the call
-# returns at once; the CPU learns that it is done only when it synchronises. From pageable
-# memory the CPU must first stage the data, so the call returns only when nearly the whole
-# copy is done, `non_blocking` or not. We time the *call* and the *copy* with the host
-# clock (`torch.utils.benchmark` synchronises, so it sees only the copy), best of five:
-
-# %% slideshow={"slide_type": "subslide"}
-if cuda_only(device, "timing when a non_blocking copy returns"):
-    def call_and_copy_seconds(src):
-        """(seconds until .copy_ returns, seconds until the copy is done), best of 5."""
-        calls, copies = [], []
-        for _ in range(5):
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            on_gpu.copy_(src, non_blocking=True)
-            returned = time.perf_counter()
-            torch.cuda.synchronize()
-            calls.append(returned - start)
-            copies.append(time.perf_counter() - start)
-        return min(calls), min(copies)
-
-    returns = {name: call_and_copy_seconds(src)
-               for name, src in (("pageable", pageable), ("pinned", pinned))}
-    for name, (call, copy) in returns.items():
-        measured(f"non_blocking from {name:>8}: the call returns after", call * 1e3, "ms", per_device=True)
-        measured(f"{'':>26}the copy is done after", copy * 1e3, "ms", per_device=True)
-    for name, (call, copy) in returns.items():  # pinned: near 0 (returns at once); pageable: near 1
-        measured(f"non_blocking from {name:>8}: call / copy", call / copy, per_device=True)
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # **What overlaps with what.** The host overlaps for sure: the CPU prepares the next batch
 # while the copy runs. On the GPU, work on one CUDA *stream* runs in order, so a copy on
 # the computing stream waits for the compute before it, and the compute after it waits for
@@ -671,7 +642,7 @@ if cuda_only(device, "timing when a non_blocking copy returns"):
 # a second stream (as the `Prefetcher` does). We queue four bf16 matmuls and a 256 MiB
 # pinned copy on one stream, then the copy on a side stream:
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 if cuda_only(device, "overlapping a copy with compute on a second stream"):
     a = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
     side = torch.cuda.Stream(device)
@@ -698,13 +669,13 @@ if cuda_only(device, "overlapping a copy with compute on a second stream"):
     measured("4 bf16 matmuls of 8192^3", t_compute * 1e3, "ms", per_device=True)
     measured("256 MiB pinned copy", t_copy * 1e3, "ms", per_device=True)
     measured("both on one stream", t_serial * 1e3, "ms", per_device=True)
-    measured("copy on a second stream", t_overlap * 1e3, "ms", per_device=True)
+    measured("copy on a second stream", t_overlap * 1e3, "ms", per_device=True, ref="copy-compute-overlap")
     measured("second stream / one stream", t_overlap / t_serial, per_device=True)
     del a, pageable, pinned, on_gpu
     torch.cuda.empty_cache()
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Overlap: prepare the next batch while this one computes
+# %% [markdown] tags=["deeper"]
+# #### Overlap: prepare the next batch while this one computes
 #
 # The notes' ideal pipeline: while the GPU computes on this batch, the CPU samples the
 # next one and starts its copy. `Prefetcher` (machinery in `lecture_utils.data`) is that
@@ -712,7 +683,7 @@ if cuda_only(device, "overlapping a copy with compute on a second stream"):
 # to `depth` batches ready in a queue. It draws from the generator in the same order, so a
 # seeded prefetcher yields exactly `get_batch`'s batches:
 
-# %%
+# %% tags=["deeper"]
 with Prefetcher(train, 4, 64, device, generator=torch.Generator().manual_seed(5)) as batches:
     prefetched = [next(batches) for _ in range(3)]
 g = torch.Generator().manual_seed(5)
@@ -723,13 +694,13 @@ check("Prefetcher == get_batch, same seed (3 batches, x and y)",
 check("...on the device", all(t.device.type == device.type for pb in prefetched for t in pb),
       True)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # Now a training step (forward and backward of the course's tiny GPT) fed three ways:
 # from one batch already on the device (the floor: no data loading), from `get_batch`
 # inline, and from the `Prefetcher`. The batch is 4 × 64 tokens on a CPU, 16 × 128 on a
 # GPU. On a CPU the step runs on one thread, leaving the other core to the loader thread.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 BATCH, SEQ = (16, 128) if ON_GPU else (4, 64)
 if not ON_GPU:
     torch.set_num_threads(1)  # restored at the end of the notebook
@@ -759,7 +730,7 @@ measured("step, Prefetcher", t_prefetched * 1e3, "ms")
 measured("data loading / step", t_data / t_fixed)
 measured("step with the Prefetcher / step with the batch already there", t_prefetched / t_fixed)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # Sampling token ids from a local memory-mapped file is cheap: a fraction of a
 # millisecond, next to a step of milliseconds on a GPU and tens of milliseconds here. The
 # prefetcher has little to hide; on a GPU it should bring the step to within a few percent
@@ -772,7 +743,7 @@ measured("step with the Prefetcher / step with the batch already there", t_prefe
 # first waits one step. Waiting uses no core and releases the interpreter lock, so even on
 # two cores a background thread can wait while the step computes:
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 class SlowStorage(np.ndarray):
     """Token ids behind storage that takes `delay` seconds to answer every read."""
 
@@ -796,15 +767,15 @@ measured("step, slow storage, get_batch inline", t_slow_inline * 1e3, "ms")
 measured("step, slow storage, Prefetcher", t_slow_prefetched * 1e3, "ms")
 measured("slow storage, Prefetcher / inline", t_slow_prefetched / t_slow_inline)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # Inline, every step pays the latency on top of the compute; with the prefetcher the wait
 # happens during the previous step, and the step returns to about the floor (on a shared
 # CPU the step time itself swings tenfold, so compare the ratios, not one run). A prefetcher hides
 # loading only up to one step's length; beyond that the fix is more loading threads or
 # processes (`torch.utils.data.DataLoader`'s `num_workers`), not a deeper queue.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### The timeline: when each batch is loaded and when it is used
+# %% [markdown] tags=["deeper"]
+# #### The timeline: when each batch is loaded and when it is used
 #
 # The step times above are averages. To *see* the overlap we record timestamps instead:
 # `TimedStorage` is `SlowStorage` that also logs when each read starts and ends (and on
@@ -814,7 +785,7 @@ measured("slow storage, Prefetcher / inline", t_slow_prefetched / t_slow_inline)
 # first read. (The prefetcher also reads ahead past step 6; only the first six reads are
 # drawn.)
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 class TimedStorage(SlowStorage):
     """SlowStorage that logs (thread id, start, end) of every read."""
 
@@ -877,7 +848,7 @@ measured("storage latency per read = one fake compute", TimedStorage.delay * 1e3
 measured(f"{TL_STEPS} steps, inline", (tl_inline[-1][1] - loads_inline[0][0]) * 1e3, "ms")
 measured(f"{TL_STEPS} steps, Prefetcher", (tl_pref[-1][1] - loads_pref[0][0]) * 1e3, "ms")
 
-# %% caption="Timeline of loads and computes for get_batch inline and for the Prefetcher: the background thread hides each load under the previous compute." slideshow={"slide_type": "subslide"}
+# %% caption="Timeline of loads and computes for get_batch inline and for the Prefetcher: the background thread hides each load under the previous compute." tags=["deeper"]
 fig, axes = plt.subplots(2, 1, figsize=(10, 5), sharex=True)
 for ax, (title, loads, computes) in zip(
         axes, (("get_batch inline", loads_inline, tl_inline),
@@ -897,13 +868,13 @@ fig.suptitle(f"{TL_STEPS} steps, storage latency = one compute", fontsize=14)
 fig.tight_layout(rect=(0, 0.07, 1, 1))
 plt.show()
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # Inline, the bars alternate: the step waits for its read, then computes, so the run takes
 # about twice the compute. With the prefetcher the next read sits under the current
 # compute, and after the first read the compute bars follow each other almost without
 # gaps.
 
-# %%
+# %% tags=["deeper"]
 torch.set_num_threads(threads)
 scratch.cleanup()
 check("temporary folder removed", not TMP.exists(), True)
@@ -911,19 +882,15 @@ check("temporary folder removed", not TMP.exists(), True)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember
 #
-# - Memory-map the token file: only the pages a batch touches are read, so a corpus far
-#   larger than RAM costs almost nothing until it is used.
-# - A raw `.bin` needs its dtype and length from elsewhere (the JSON sidecar);
-#   `np.memmap` on a `.npy` reads its header as data.
-# - Store uint16 ids (2 bytes each), widen each batch to int64 for the model and the loss.
-# - Valid window starts are `0 .. len - seq_len - 1`; sample them all in one vectorised
-#   gather, with a seeded generator for reproducible batches.
-# - Pinned host memory and `non_blocking=True` let the host-to-device copy overlap
-#   compute; a prefetcher hides loading up to one step's length.
+# - Store token ids as uint16 (2 bytes each; GPT-2's 50,257 ids fit) and memory-map the
+#   file: only the pages a batch touches are read. `np.memmap` wants a raw file, not a `.npy`.
+# - A batch is windows of `seq_len + 1` tokens at random starts `0 .. len - seq_len - 1`;
+#   `y` is `x` shifted by one. Widen each batch, not the dataset, to int64.
+# - Pinned host memory and `non_blocking=True` let the host-to-device copy overlap compute.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Read the bullets; the two numbers: 2 bytes per token on disk, 8 per token in a batch.
-# - Ask: why is uint16 wrong for Llama 3's vocabulary (128,256 ids need 17 bits)?
+# - Ask the room: what limits the uint16 choice, and what would you do past it?
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
@@ -962,20 +929,10 @@ check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes)
 # uint16 cannot hold them (ids above 65,535 would wrap); the next size, uint32, makes the
 # dataset 60 TB (54.6 TiB). Which is why the dataset stays narrow on disk and only each
 # batch is widened to int64.
-D = 15 * 10**12
-dataset = {name: D * np.dtype(name).itemsize for name in ("uint16", "uint32", "int64")}
-for name, n_bytes in dataset.items():
-    print(f"{name:<7} {format_bytes(n_bytes)}")
-check("uint16", format_bytes(dataset["uint16"]), "30 TB (27.3 TiB)")
-check("int64", format_bytes(dataset["int64"]), "120 TB (109 TiB)")
-check("int64 / uint16", dataset["int64"] // dataset["uint16"], 4)
-check("bits needed for 128,256 ids", (128_256 - 1).bit_length(), 17)
-check("smallest unsigned dtype that holds them",
-      next(t for t in ("uint8", "uint16", "uint32") if np.iinfo(t).max >= 128_255), "uint32")
-check("Llama 3 vocabulary, uint32", format_bytes(dataset["uint32"]), "60 TB (54.6 TiB)")
-e6_1_uint16_bytes, e6_1_int64_bytes = dataset["uint16"], dataset["int64"]
-e6_1_llama3_dtype = next(t for t in ("uint8", "uint16", "uint32") if np.iinfo(t).max >= 128_255)
-e6_1_llama3_bytes = dataset[e6_1_llama3_dtype]
+n_tokens = 15 * 10**12
+e6_1_uint16_bytes, e6_1_int64_bytes = 2 * n_tokens, 8 * n_tokens
+e6_1_llama3_dtype = next(t for t in ("uint8", "uint16", "uint32") if np.iinfo(t).max >= 128_256 - 1)
+e6_1_llama3_bytes = np.dtype(e6_1_llama3_dtype).itemsize * n_tokens
 check_answer("E6.1 uint16 bytes", e6_1_uint16_bytes)
 check_answer("E6.1 int64 bytes", e6_1_int64_bytes)
 check_answer("E6.1 dtype for 128,256 ids", e6_1_llama3_dtype)
@@ -984,22 +941,23 @@ check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E6.2 What does one batch cost?
 #
-# A run samples batches of 64 random windows of 1,024 tokens from that 30 TB uint16 file
-# with the vectorised `get_batch`. Per step:
+# A run samples batches of 64 sequences with `seq_len = 1024` from that 30 TB uint16 file.
+# Each sequence is read as one window of 1,025 tokens: its 1,024 inputs `x` and one more
+# token, since `y` is the same window shifted by one. Per step:
 #
-# 1. How many bytes of token ids does the batch contain, as stored on disk?
-# 2. The operating system reads whole 4 KiB pages. How many pages does one window touch
-#    at most, and on average? (Check the average by drawing random starts.) How many bytes
-#    must come off the disk per batch, then, if nothing is cached?
-# 3. How big are `x` and `y` on the GPU, as int64? How many such batches would fit in
-#    80 GB of GPU memory?
+# 1. How many bytes of token ids does the batch read from the file (64 windows)?
+# 2. The operating system reads whole 4 KiB pages. How many pages does one 1,025-token
+#    window touch at most, and on average? (A window starts at a random token, so at an even
+#    byte offset; check your average by drawing random starts.) How many bytes come off the
+#    disk per batch, then, if nothing is cached?
+# 3. How big are `x` and `y` together on the GPU, as int64? How many such pairs fit in 80 GB?
 
 # %% tags=["exercise"]
-e6_2_batch_bytes = ...  # 1. bytes of token ids in one batch, as stored (uint16)
-e6_2_pages_max = ...  # 2. 4 KiB pages one window touches, at most
+e6_2_batch_bytes = ...  # 1. bytes of token ids the batch reads: 64 windows of 1,025 uint16 tokens
+e6_2_pages_max = ...  # 2. 4 KiB pages one 1,025-token window touches, at most
 e6_2_pages_mean = ...  # 2. ...and on average
 e6_2_read_bytes = ...  # 2. bytes read from disk per batch, nothing cached (whole pages)
-e6_2_xy_bytes = ...  # 3. bytes of x and y together on the GPU, as int64
+e6_2_xy_bytes = ...  # 3. bytes of x and y together on the GPU, each (64, 1024) int64
 e6_2_batches_80gb = ...  # 3. how many such (x, y) pairs fit in 80e9 bytes
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
@@ -1012,29 +970,21 @@ check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
 # Answer. (1) 64 windows x 1,025 tokens x 2 bytes = 131,200 bytes (x and y share all but one
-# token per window). (2) A window is 2,050 bytes, at most 2 pages. Its start is an even
-# byte offset, uniform within a page, and it crosses into a second page when it starts in
-# the page's second half: 1.5 pages on average, so about 64 x 1.5 x 4 KiB = 384 KiB read
-# per batch, 3x the bytes used (more with readahead): random access has read
-# amplification. (3) x and y are 2 x 64 x 1,024 x 8 bytes = 1 MiB; 80 GB holds 76,293 of
-# them. The batch is never what fills a GPU; the activations it produces are (notebook 04, §4.3).
-B, T, PAGE = 64, 1024, 4096
-window_bytes = (T + 1) * 2
-check("1. bytes of token ids per batch", B * window_bytes, 131_200)
-check("2. pages per window, at most", (window_bytes - 2) // PAGE + 2, 2)
-check("   pages per window, on average (even start offsets)", 1 + (window_bytes - 2) / PAGE, 1.5)
-sim_starts = torch.randint(D - T, (100_000,), generator=torch.Generator().manual_seed(0)).numpy()
-sim_pages = (2 * (sim_starts + T) + 1) // PAGE - 2 * sim_starts // PAGE + 1
-check("   ...100,000 random starts agree", float(sim_pages.mean()), 1.5, rel=0.01)
-read_per_batch = B * 1.5 * PAGE
-check("   bytes read per batch, nothing cached", format_bytes(read_per_batch), "393 kB (384 KiB)")
-check("   read amplification", round(read_per_batch / (B * window_bytes), 2), 3.0)
-xy_bytes = 2 * tensor_bytes((B, T), torch.int64)
-check("3. x + y on the GPU", format_bytes(xy_bytes), "1.05 MB (1 MiB)")
-check("   batches in 80 GB", int(80e9 // xy_bytes), 76_293)
-e6_2_batch_bytes, e6_2_pages_max = B * window_bytes, (window_bytes - 2) // PAGE + 2
-e6_2_pages_mean, e6_2_read_bytes = 1 + (window_bytes - 2) / PAGE, read_per_batch
-e6_2_xy_bytes, e6_2_batches_80gb = xy_bytes, int(80e9 // xy_bytes)
+# token per window). (2) A window is 2,050 bytes, so at most 2 pages. Its start is an even
+# byte offset, uniform within a page, and it runs into a second page when it starts past byte
+# 4096 - 2050: 1.5 pages on average, so 64 x 1.5 x 4 KiB = 384 KiB read per batch, 3x the
+# bytes used (more with readahead): random access has read amplification. (3) x and y are
+# 2 x 64 x 1,024 x 8 bytes = 1 MiB; 80 GB holds 76,293 of them. The batch is never what
+# fills a GPU; the activations it produces are (notebook 04, §4.3).
+batch, seq_len, page = 64, 1024, 4096
+window_bytes = 2 * (seq_len + 1)
+starts = torch.randint(15 * 10**12 - seq_len, (100_000,), generator=torch.Generator().manual_seed(0)).numpy()
+pages = (2 * (starts + seq_len) + 1) // page - 2 * starts // page + 1  # last byte's page - first's + 1
+print(f"pages per window over 100,000 random starts: max {pages.max()}, mean {pages.mean():.2f}")
+e6_2_batch_bytes, e6_2_pages_max, e6_2_pages_mean = batch * window_bytes, 2, 1 + (window_bytes - 2) / page
+e6_2_read_bytes = batch * e6_2_pages_mean * page
+e6_2_xy_bytes = 2 * batch * seq_len * 8
+e6_2_batches_80gb = int(80e9 // e6_2_xy_bytes)
 check_answer("E6.2 1. batch bytes on disk", e6_2_batch_bytes)
 check_answer("E6.2 2. pages per window, at most", e6_2_pages_max)
 check_answer("E6.2 2. pages per window, on average", e6_2_pages_mean)
