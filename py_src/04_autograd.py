@@ -16,80 +16,12 @@
 # # 04 · Autograd: what the backward pass costs
 #
 # Notebook 03 took "backward costs twice the forward pass" on trust to get $6ND$. This one
-# opens up autograd and prices it in both currencies, FLOPs and bytes. It covers §4.1–§4.3
-# of the lecture notes, the "backward = 2 × forward" step of §3.3, and self-test
-# question Q1:
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# 1. **§4.1**: one parameter, $y = \tfrac12(xw - 5)^2$. The gradient formula needs values
-#    from the forward pass, which is why autograd keeps them; and gradients *accumulate*
-#    in `.grad` until you zero them.
-# 2. **§4.2 (and §3.3)**: backward is two matmuls per linear layer, each as large as the
-#    forward one. Checked by hand, then counted exactly on the lecture's toy MLP: 2× per
-#    layer, except the first layer, which costs 1×. Then timed.
-# 3. **§4.3**: every parameter gets a `.grad` of its own shape and dtype. Activation memory
-#    is measured exactly (what autograd saves, tensor by tensor), the whole training bill
-#    is predicted to the byte for four optimizers, and we find where in a step memory
-#    peaks, on the CPU exactly and on a GPU with the allocator. Last, what
-#    `zero_grad(set_to_none=True)` saves.
-#
-# A `✓` line is a checked claim; a `[measured]` line depends on the machine. Cells that
-# need a GPU say so and are skipped elsewhere; counting FLOPs and bytes runs on the CPU.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# > **Errata in the notes.** Corrections this notebook makes to the lecture notes, each
-# > shown (and checked) where linked:
-# >
-# > - "Backward = 2 × forward" is exact only when the first layer's input needs a gradient.
-# >   With the data batch as input the first layer skips $\nabla_X$, and the ratio is
-# >   $((2L-1)D + 2)/(LD + 1) < 2$; in a transformer (embedding input) it is exactly 2:
-# >   [Counting a whole network](#Counting-a-whole-network).
-# > - "Every trainable parameter gets a gradient": only those that took part in the loss;
-# >   the others keep `grad = None`: [§4.3 Gradients take memory](#§4.3-Gradients-take-memory).
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# > **Errata in the notes** (continued).
-# >
-# > - Activations are $(L + 1) \cdot B \cdot D$, not $B \cdot L \cdot D$: autograd also keeps
-# >   the data batch $x$, the first layer's input:
-# >   [Activation memory, measured exactly](#Activation-memory,-measured-exactly).
-# > - The bill of "params + activations + grads + state" is not the peak: gradients and
-# >   activations take turns, and backward has transients the bill omits:
-# >   [Where a step peaks](#Where-a-step-peaks).
-# > - `zero_grad(set_to_none=True)` has been the default since PyTorch 2.0:
-# >   [Zeroing the gradients](#Zeroing-the-gradients:-set_to_none=True-or-in-place?).
+# opens up autograd and prices it in FLOPs and in bytes (§4.1–§4.3 of the notes, self-test
+# Q1). A core path, the lecture (about 15 minutes to read), then collapsed "Going deeper"
+# sections. A `✓` line is a checked claim, a `[measured]` line depends on the machine.
 
 # %%
 from lecture_utils import setup; device = setup()
-
-# %% slideshow={"slide_type": "subslide"}
-from collections import Counter
-from fractions import Fraction
-from itertools import pairwise
-
-import matplotlib.pyplot as plt
-import torch
-import torch.nn.functional as F
-from torch import nn
-
-from lecture_utils import check, check_answer, check_raises, cuda_only, measured
-from lecture_utils.bench import time_fn
-from lecture_utils.flops import count_flops, matmul_flops
-from lecture_utils.memory import (
-    format_bytes,
-    measure_training_memory,
-    mlp_activation_bytes,
-    mlp_peak_bytes,
-    predict_training_memory,
-    saved_tensor_bytes,
-    tensor_bytes,
-)
-from lecture_utils.models import GPT, Cruncher, GPTConfig
-from lecture_utils.nn import Linear
-from lecture_utils.trace import LiveBytes, OpLog, SavedTensors
-
-ON_GPU = device.type == "cuda"
-CPU = torch.device("cpu")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §4.1 Forward and backward
@@ -98,67 +30,65 @@ CPU = torch.device("cpu")
 #
 # $$y = \tfrac12 (xw - 5)^2, \qquad \frac{\partial y}{\partial w} = (xw - 5)\,x.$$
 #
-# During the forward pass PyTorch records each operation in a graph, together with the
-# tensors its backward formula will need. `SavedTensors` (from `lecture_utils.trace`, built
-# on `torch.autograd.graph.saved_tensors_hooks`) lets us watch that happen: it lists every
-# tensor saved for backward. With $x = 2$ and $w = 4$:
+# During the forward pass PyTorch records each operation in a graph; `backward()` applies
+# the chain rule through it. The gradient uses values of the forward pass, $x$ and
+# $xw - 5$, so autograd keeps them until backward has used them: **that is why activations
+# take memory**. With $x = 2$ and $w = 4$:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Say: the forward pass records a graph and the tensors its backward formulas need.
-# - Run live: y = ½(xw − 5)² with x = 2, w = 4, then call backward twice to show accumulation.
-# - Point at: w.grad = 6.0, then 12.0 after a second backward without zeroing.
+# - Ask the room: which values from the forward pass does dy/dw need?
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["claim-S21"]
+import torch
+
+from lecture_utils import check, check_answer, cuda_only, measured
+
 x = torch.tensor(2.0)                       # data: no gradient wanted
 w = torch.tensor(4.0, requires_grad=True)   # a parameter
-with SavedTensors() as kept:
-    y = 0.5 * (x * w - 5) ** 2
-saved = [t.item() for t in kept.tensors]
-
+y = 0.5 * (x * w - 5) ** 2
 y.backward()
 check("y = 0.5 * (2*4 - 5)**2", y.item(), 4.5)
-check("values saved for backward: x and (xw - 5)", saved, [2.0, 3.0])
 check("w.grad == (xw - 5) * x", w.grad.item(), (2.0 * 4.0 - 5) * 2.0)
-check("...which is the product of the two saved values", w.grad.item(), saved[1] * saved[0])
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# The two saved values are exactly the two factors of the gradient formula: `x * w` saved
-# $x$ (the gradient of $xw$ with respect to $w$ is $x$), and `** 2` saved its input
-# $xw - 5$ (the derivative of $u^2$ is $2u$). Nothing else was kept: the constant 0.5
-# and the subtraction need no tensors. **This is why activations exist**: a gradient
-# formula uses values from the forward pass, so they must stay in memory until backward
-# has used them. Once it has, autograd frees them, and the same graph cannot be run
-# backward a second time:
-
-# %%
-check_raises("backward through the same graph again", RuntimeError, y.backward)
-check("w.grad is untouched by the failed call", w.grad.item(), 6.0)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Gradients accumulate
 #
-# `backward()` does not *write* `w.grad`, it *adds* to it. Two forward-backward passes
-# give twice the gradient, until you zero it:
+# `backward()` does not *write* `w.grad`, it *adds* to it, until you zero it. That is how
+# gradient accumulation over micro-batches works, and the classic bug of a training loop that
+# forgets `zero_grad()`:
 
-# %%
-def forward_backward():
-    (0.5 * (x * w - 5) ** 2).backward()
+# %% tags=["claim-S21"]
+(0.5 * (x * w - 5) ** 2).backward()  # a second forward and backward, without zeroing
+check("w.grad after two backward() calls: 6 + 6", w.grad.item(), 12.0)
+w.grad = None                         # what optimizer.zero_grad() does by default
 
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: what autograd keeps, and why a graph runs backward once
+#
+# `SavedTensors` (from `lecture_utils.trace`, built on
+# `torch.autograd.graph.saved_tensors_hooks`) lists every tensor saved for backward. The
+# same forward pass again:
 
-history = [w.grad.item()]        # after one backward(), from the cell above
-forward_backward()
-history.append(w.grad.item())    # after two
-w.grad.zero_()
-history.append(w.grad.item())    # zeroed
-forward_backward()
-history.append(w.grad.item())    # one more, from zero
-check("w.grad after 1 call, 2 calls, zeroing, 1 more call", history, [6.0, 12.0, 0.0, 6.0])
+# %% tags=["deeper"]
+from lecture_utils.trace import SavedTensors
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# Accumulation is a feature: summing the gradients of several micro-batches before one
-# optimizer step (gradient accumulation) needs nothing more than calling `backward()`
-# several times. It is also the classic bug of a training loop that forgets `zero_grad()`.
-# The end of this notebook comes back to the two ways of zeroing.
+with SavedTensors() as kept:
+    y = 0.5 * (x * w - 5) ** 2
+saved = [t.item() for t in kept.tensors]
+y.backward()
+check("values saved for backward: x and (xw - 5)", saved, [2.0, 3.0])
+check("w.grad is the product of the two saved values", w.grad.item(), saved[1] * saved[0])
+
+# %% [markdown] tags=["deeper"]
+# The two saved values are exactly the two factors of the gradient formula: `x * w` saved
+# $x$ (the gradient of $xw$ with respect to $w$ is $x$), and `** 2` saved its input
+# $xw - 5$ (the derivative of $u^2$ is $2u$). Nothing else was kept: the constant 0.5
+# and the subtraction need no tensors. Once backward has used them, autograd frees them,
+# and the same graph cannot be run backward a second time:
+
+# %% tags=["deeper"]
+err = check("backward through the same graph again", y.backward, raises=RuntimeError)
+check("w.grad is untouched by the failed call", w.grad.item(), 6.0)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §4.2 Why backward costs about twice the forward pass (the 4ND of §3.3)
@@ -171,87 +101,69 @@ check("w.grad after 1 call, 2 calls, zeroing, 1 more call", history, [6.0, 12.0,
 #   \nabla_X = G W^\top \quad (B \times K)(K \times D).$$
 #
 # The first tells the optimizer how to change $W$; the second passes the blame on to the
-# layer below. Each is a $B \cdot D \cdot K$ multiply-add, exactly the size of the forward
-# $XW$, so backward is $2 \times 2BDK = 4BDK$ FLOPs. Note also what each one needs: $X$ for
-# $\nabla_W$ (a saved activation) and $W$ for $\nabla_X$ (a parameter, kept anyway).
-#
-# By hand against autograd, with $G$ random (we call `H.backward(G)`):
+# layer below. Each is as large as the forward $XW$, $2BDK$ FLOPs, so backward is
+# $4BDK$. By hand against autograd, with $G$ random (`H.backward(G)`), and counted:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Say: backward of H = XW is two matmuls of the forward's size: ∇W = XᵀG and ∇X = GWᵀ.
-# - Run live: `count_flops` on the whole network, then the timed ratio.
-# - Point at: backward = 2 × forward, less the first layer's ∇X (data needs no gradient); the time ratio is near 2, not exactly.
+# - Ask the room: backward of H = XW answers two questions. Which two, and what does each cost?
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "subslide"} tags=["claim-S22"]
+from lecture_utils.flops import count_flops, matmul_flops
+
 B, D, K = 32, 64, 48
 X = torch.randn(B, D, requires_grad=True)
 W = torch.randn(D, K, requires_grad=True)
-H = X @ W
-G = torch.randn(B, K)
-H.backward(G)
-
-grad_W = X.detach().T @ G
-grad_X = G @ W.detach().T
-check("grad_W = X^T G (by hand) vs autograd", grad_W, W.grad, rel=1e-5, abs=1e-5)
-check("grad_X = G W^T (by hand) vs autograd", grad_X, X.grad, rel=1e-5, abs=1e-5)
-check("shapes: grad_W like W, grad_X like X", (grad_W.shape, grad_X.shape), (W.shape, X.shape))
-
-forward_flops = matmul_flops(B, D, K)
-counted = {name: count_flops(torch.matmul, a, b, backward=False).forward
-           for name, (a, b) in {"forward X @ W": (X, W), "grad_W X^T @ G": (X.T, G),
-                                "grad_X G @ W^T": (G, W.T)}.items()}
-for name, flops in counted.items():
-    check(f"{name}: FLOPs == 2BDK", flops, forward_flops)
+G = torch.randn(B, K)  # the gradient arriving from above
+(X @ W).backward(G)
+check("grad_W = X^T G (by hand) vs autograd", X.detach().T @ G, W.grad, rel=1e-5, abs=1e-5)
+check("grad_X = G W^T (by hand) vs autograd", G @ W.detach().T, X.grad, rel=1e-5, abs=1e-5)
+flops = {name: count_flops(torch.matmul, a, b, backward=False).forward
+         for name, (a, b) in {"X @ W": (X, W), "X^T @ G": (X.T, G), "G @ W^T": (G, W.T)}.items()}
+check("FLOPs of the forward matmul and of both backward ones (all 2BDK)", flops,
+      dict.fromkeys(flops, matmul_flops(B, D, K)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Counting a whole network
 #
-# The lecture's toy model is `Cruncher`: `n_layers` bias-free `Linear(width, width)`
-# layers ($y = xW$) and a `Linear(width, 1)` head. We count what really runs with
-# `count_flops` (which wraps `torch.utils.flop_counter.FlopCounterMode`) for 4 layers of
-# width 64 and a batch of 32. The counter reports the backward pass as one total and the
-# forward pass per module, so we predict the backward total from the forward counts:
-# twice each layer's forward, **except the first layer**, whose input is the data batch.
-# Nobody needs a gradient for the data, so autograd skips its $\nabla_X$ and that layer
-# pays only $\nabla_W$: 1× its forward.
+# The lecture's toy model, `Cruncher`: `n_layers` bias-free `Linear(width, width)` layers
+# and a `Linear(width, 1)` head. Summed over the layers, forward is $2ND$ and backward
+# $4ND$, with one exception the notes point out: the **first layer** needs no $\nabla_X$
+# when its input is the data batch, which wants no gradient, so autograd skips it.
+# `count_flops` (PyTorch's `FlopCounterMode`) on 4 layers of width 64 at batch 32:
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["claim-S18", "claim-S22"]
+from lecture_utils.models import Cruncher
+
 L, D, B = 4, 64, 32
-model = Cruncher(D, L, device=CPU)
-x = torch.randn(B, D)  # data: requires_grad=False
-flops = count_flops(model, x)
+model = Cruncher(D, L)
+data = count_flops(model, torch.randn(B, D))                        # input: a data batch
+hidden = count_flops(model, torch.randn(B, D, requires_grad=True))  # input: needs a gradient
+layer = matmul_flops(B, D, D)
+check("forward: L layers of 2BD^2 plus the 2BD head", data.forward, L * layer + matmul_flops(B, D, 1))
+check("input needs a gradient: backward == 2 x forward", hidden.backward, 2 * hidden.forward)
+check("data input: backward == 2 x forward - the first layer's grad_X", data.backward,
+      2 * data.forward - layer)
 
-layer_fwd = matmul_flops(B, D, D)
-head_fwd = matmul_flops(B, D, 1)
-expected_fwd = {f"Cruncher.layers.{i}": layer_fwd for i in range(L)} | {"Cruncher.final": head_fwd}
-multiple = {name: 1 if name == "Cruncher.layers.0" else 2 for name in expected_fwd}
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: module by module, depth, a transformer, and the clock
+#
+# The counter reports the backward pass as one total and the forward pass per module, so
+# we predict the backward total from the forward counts: twice each layer's forward,
+# except the first layer's, which pays only $\nabla_W$.
 
+# %% tags=["deeper"]
+multiple = {f"Cruncher.layers.{i}": 2 for i in range(L)} | {"Cruncher.final": 2, "Cruncher.layers.0": 1}
+expected_fwd = {name: layer for name in multiple} | {"Cruncher.final": matmul_flops(B, D, 1)}
 print(f"{'module':<19} {'forward':>9} {'backward':>9} {'x':>3}")
 for name, fwd in expected_fwd.items():
-    print(f"{name:<19} {flops.by_module[name]:>9,} {multiple[name] * fwd:>9,} {multiple[name]:>3}")
-expected_bwd = sum(multiple[name] * fwd for name, fwd in expected_fwd.items())
-print(f"{'total':<19} {flops.forward:>9,} {flops.backward:>9,}")
-
+    print(f"{name:<19} {data.by_module[name]:>9,} {multiple[name] * fwd:>9,} {multiple[name]:>3}")
+print(f"{'total':<19} {data.forward:>9,} {data.backward:>9,}")
 check("forward per module == 2BDK (layers), 2BD (head)",
-      {k: v for k, v in flops.by_module.items() if k != "Cruncher"}, expected_fwd)
-check("forward total", flops.forward, L * layer_fwd + head_fwd)
-check("backward total == 1x first layer + 2x the rest", flops.backward, expected_bwd)
-check("nothing uncounted", flops.uncounted_ops, ())
+      {k: v for k, v in data.by_module.items() if k != "Cruncher"}, expected_fwd)
+check("backward total == 1x first layer + 2x the rest", data.backward,
+      sum(multiple[name] * fwd for name, fwd in expected_fwd.items()))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# Now let the input require a gradient (as it does for every layer but the first, whose
-# input comes out of another layer). The first layer's $\nabla_X$ comes back, and the
-# ratio is exactly 2:
-
-# %%
-x_grad = torch.randn(B, D, requires_grad=True)
-flops_all = count_flops(model, x_grad)
-check("same forward", flops_all.forward, flops.forward)
-check("input requires grad: backward == 2 x forward", flops_all.backward, 2 * flops_all.forward)
-check("...the difference is the first layer's grad_X", flops_all.backward - flops.backward,
-      layer_fwd)
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # The notes call the first-layer saving negligible "in a network of dozens of layers".
 # That is right, but the ratio approaches 2 only as $2 - 1/L$ (the small head adds a
 # little), so a shallow stack is visibly below 2. In a transformer the saving does not
@@ -261,10 +173,14 @@ check("...the difference is the first layer's grad_X", flops_all.backward - flop
 # §3.3's $4ND = 2 \times 2ND$ (counting matmuls; `FlopCounterMode` counts elementwise work
 # as zero).
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
+from fractions import Fraction
+
+from lecture_utils.models import GPT, GPTConfig
+
 ratios, formula = {}, {}
 for n_layers in (1, 2, 4, 8, 16, 32, 64):
-    c = count_flops(Cruncher(16, n_layers, device=CPU), torch.randn(4, 16))
+    c = count_flops(Cruncher(16, n_layers), torch.randn(4, 16))
     ratios[n_layers] = Fraction(c.backward, c.forward)
     # in units of 2BD: forward L*D + 1 (head), backward D + 2(L-1)D + 2
     formula[n_layers] = Fraction((2 * n_layers - 1) * 16 + 2, n_layers * 16 + 1)
@@ -279,16 +195,19 @@ gpt_flops = count_flops(GPT(cfg), torch.randint(0, cfg.vocab_size, (2, cfg.seq_l
 check("GPT (math attention): backward == 2 x forward", gpt_flops.backward, 2 * gpt_flops.forward)
 check("GPT: nothing uncounted", gpt_flops.uncounted_ops, ())
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Timed
-#
-# FLOPs are not seconds. We time the forward pass (which also builds the graph) and the
-# backward pass separately with `torch.utils.benchmark` (through `time_fn`), on a larger
-# Cruncher whose input requires grad, so the FLOP ratio is exactly 2. To time backward
-# alone, the graph is kept (`retain_graph=True`) and the gradients are dropped before
-# each call. Width and batch 512 on a CPU, 4096 on a GPU.
+# %% [markdown] tags=["deeper"]
+# **Timed.** FLOPs are not seconds. We time the forward pass (which also builds the graph)
+# and the backward pass separately with `torch.utils.benchmark` (through `time_fn`), on a
+# larger Cruncher whose input requires grad, so the FLOP ratio is exactly 2. To time
+# backward alone, the graph is kept (`retain_graph=True`) and the gradients are dropped
+# before each call. Width and batch 512 on a CPU, 4096 on a GPU.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
+from lecture_utils.bench import time_fn
+
+ON_GPU = device.type == "cuda"
+
+
 def time_forward_backward(width, n_layers=4):
     """Median seconds of forward and of backward alone (graph kept, grads dropped)."""
     model = Cruncher(width, n_layers).to(device)  # drawn on the CPU: the same numbers on every device
@@ -314,18 +233,17 @@ measured(f"forward, width = batch = {T_WIDTH}", t_forward * 1e3, "ms", per_devic
 measured("backward", t_backward * 1e3, "ms")
 measured("backward / forward time", t_backward / t_forward)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # Expect a time ratio near 2 but not exactly 2: the backward matmuls use transposed
 # operands ($X^\top G$, $G W^\top$), which some kernels run at a different speed, and
 # backward also accumulates the weight gradients and runs small elementwise kernels that
-# the FLOP count ignores.
+# the FLOP count ignores. The same two passes side by side, in both currencies: FLOPs
+# (counted, exact) on the left, milliseconds (measured on this machine) on the right. The
+# dashed line marks twice the forward bar.
 
-# %% [markdown]
-# The same two passes side by side, in both currencies: FLOPs (counted, exact) on the
-# left, milliseconds (measured on this machine) on the right. The dashed line marks
-# twice the forward bar.
+# %% caption="Forward and backward of a 4-layer Cruncher: counted FLOPs and measured time, with 2 x forward marked." tags=["deeper"]
+import matplotlib.pyplot as plt
 
-# %% caption="Forward and backward of a 4-layer Cruncher: counted FLOPs and measured time, with 2 x forward marked." slideshow={"slide_type": "subslide"}
 fig, (ax_f, ax_t) = plt.subplots(1, 2, figsize=(10, 5))
 for ax, (fwd, bwd), unit in ((ax_f, (t_flops.forward / 1e9, t_flops.backward / 1e9), "GFLOP"),
                              (ax_t, (t_forward * 1e3, t_backward * 1e3), "ms")):
@@ -344,47 +262,100 @@ plt.show()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §4.3 Gradients take memory
 #
-# After `backward()`, every trainable parameter that took part in the loss has a `.grad`
-# with its own shape and dtype. We check every parameter of an fp32 and a bf16 Cruncher:
+# After `backward()`, each parameter has a `.grad` of its own shape and dtype: as many bytes
+# again as the parameters. On a fresh Cruncher:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Say: the bill is params + grads + optimizer state + activations; only activations grow with the batch.
-# - Run live: the predicted-versus-measured bill, then where a step peaks.
-# - Point at: saved activations = (L + 1)·B·D·4 bytes, to the byte.
+# - Ask the room: you double the batch. Which terms of the memory bill grow?
 
-# %%
-for dtype in (torch.float32, torch.bfloat16):
-    m = Cruncher(32, 3, device=CPU, dtype=dtype)
-    m(torch.randn(8, 32, dtype=dtype)).sum().backward()
-    same = [(p.grad.shape, p.grad.dtype) == (p.shape, p.dtype) for p in m.parameters()]
-    check(f"{dtype}: every .grad has its parameter's shape and dtype", same, [True] * 4)
-    check(f"{dtype}: gradient bytes == parameter bytes",
-          sum(tensor_bytes(p.grad) for p in m.parameters()),
-          sum(tensor_bytes(p) for p in m.parameters()))
+# %% tags=["claim-S23"]
+model = Cruncher(D, L)
+model(torch.randn(B, D)).sum().backward()
+params = list(model.parameters())
+check("each .grad's shape and dtype", [(tuple(p.grad.shape), p.grad.dtype) for p in params],
+      [(tuple(p.shape), p.dtype) for p in params])
+check("gradient bytes == parameter bytes", sum(p.grad.nbytes for p in params), sum(p.nbytes for p in params))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The notes say every trainable parameter gets one. More precisely: every parameter that
-# *took part* in the loss. One that did not keeps `grad = None` (and optimizers skip it):
+# > **The notes say** every trainable parameter gets a same-shape `.grad` after
+# > `backward()` (§4.3). **In fact** only the parameters the loss depends on do; any other
+# > keeps `.grad = None` (PyTorch docs, `torch.Tensor.grad`: "None by default and becomes a
+# > Tensor the first time a call to backward() computes gradients for self"), and
+# > optimizers skip it.
 
 # %%
-m = Cruncher(32, 3, device=CPU)
-m.unused = nn.Parameter(torch.zeros(32))
-m(torch.randn(8, 32)).sum().backward()
-check(".grad of a parameter the loss never touched", m.unused.grad, None)
+from torch import nn
+
+spare = Cruncher(D, L)
+spare.unused = nn.Parameter(torch.zeros(D))  # registered, but the forward never uses it
+spare(torch.randn(B, D)).sum().backward()
+check(".grad of a parameter the loss never touched", spare.unused.grad, None)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Activation memory, measured exactly
+# ### The toy MLP's memory bill
 #
-# The notes estimate the activations of an MLP with $L$ layers of width $D$ at batch $B$
-# as $B \cdot L \cdot D$ numbers: "every layer's output is kept for backward". Let's see
-# what autograd actually keeps. `saved_tensor_bytes` runs a function under
-# `saved_tensors_hooks` and lists each tensor saved for backward (counting each storage
-# once). First with nothing excluded:
+# The notes' bill for an MLP with $L$ layers of width $D$ at batch $B$, in fp32 (4 bytes
+# per number): parameters $\approx L \cdot D^2$; activations $\approx B \cdot L \cdot D$
+# (each layer's values kept for backward); gradients as many as the parameters; optimizer
+# state one copy of them (AdaGrad) or two (Adam). **Only the activations grow with $B$**,
+# which is why "lower the batch size" is the first fix for an out-of-memory error. The bill
+# as code, against what the model holds and what autograd really saves, then drawn against
+# $B$: the activations pass the parameters at $B = D$.
 
-# %% slideshow={"slide_type": "subslide"}
-L, D, B = 4, 64, 32
-model = Cruncher(D, L, device=CPU)
+# %% slideshow={"slide_type": "subslide"} tags=["claim-S24"]
+from lecture_utils.memory import saved_tensor_bytes
+
+
+def mlp_bill(n_layers, width, batch, state_copies=2):
+    """The notes' toy-MLP bill in fp32 bytes (state_copies: AdaGrad 1, Adam 2)."""
+    params = n_layers * width**2
+    return {"params": 4 * params, "grads": 4 * params, "optimizer state": 4 * state_copies * params,
+            "activations": 4 * batch * n_layers * width}
+
+
 x = torch.randn(B, D)
+saved, _ = saved_tensor_bytes(model, x, exclude=params + [x])  # what autograd keeps for backward
+check("Cruncher's parameters: L*D^2, plus a D-weight head", sum(p.numel() for p in params), L * D * D + D)
+check("bytes autograd saves beside the data batch x == the bill's B*L*D*4", saved,
+      mlp_bill(L, D, B)["activations"])
+check("from B = 32 to B = 2048, each term grows by",
+      {k: v // mlp_bill(L, D, 32)[k] for k, v in mlp_bill(L, D, 2048).items()},
+      {"params": 1, "grads": 1, "optimizer state": 1, "activations": 64})
+
+# %% caption="The notes' toy-MLP bill against batch size (L = 4, D = 64, Adam): only the activations grow." slideshow={"slide_type": "subslide"}
+import matplotlib.pyplot as plt
+
+BATCHES = [2**p for p in range(13)]  # 1 ... 4096
+fig, ax = plt.subplots(figsize=(12, 3), layout="constrained")
+for term, style in zip(mlp_bill(L, D, 1), ("s-", "x--", "^-", "o-"), strict=True):
+    ax.plot(BATCHES, [mlp_bill(L, D, b)[term] for b in BATCHES], style, label=term)
+ax.set(xscale="log", yscale="log", xlabel="batch size B", ylabel="bytes (fp32)")
+ax.legend(frameon=False, loc="upper left", ncol=4)
+plt.show()
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: what autograd saves, exactly
+#
+# A bf16 model gets bf16 gradients, as many bytes again as its parameters:
+
+# %% tags=["deeper"]
+from lecture_utils.memory import tensor_bytes
+
+m = Cruncher(32, 3, dtype=torch.bfloat16)
+m(torch.randn(8, 32, dtype=torch.bfloat16)).sum().backward()
+check("bf16: every .grad has its parameter's shape and dtype",
+      [(p.grad.shape, p.grad.dtype) == (p.shape, p.dtype) for p in m.parameters()], [True] * 4)
+check("bf16: gradient bytes == parameter bytes", sum(tensor_bytes(p.grad) for p in m.parameters()),
+      sum(tensor_bytes(p) for p in m.parameters()))
+
+# %% [markdown] tags=["deeper"]
+# **What autograd keeps, tensor by tensor.** The core checked the bill's $B \cdot L \cdot D$
+# against the bytes autograd saves *beside the data batch*. `SavedTensors` lists every
+# tensor saved for backward, the batch included:
+
+# %% tags=["deeper"]
+from collections import Counter
+
 names = {x.data_ptr(): "x (the data batch)"}
 names |= {p.data_ptr(): f"weight {name}" for name, p in model.named_parameters()}
 with SavedTensors() as kept:
@@ -395,7 +366,7 @@ check("tensors saved", Counter(n.split()[0] for n in everything),
       Counter({"activation": L, "weight": L, "x": 1}))
 check("layers.0.weight is not among them", "weight layers.0.weight" not in everything, True)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # Each matmul $h_{i+1} = h_i W_i$ saves what its two backward matmuls need: its input
 # $h_i$ (for $\nabla_W$) and its weight $W_i$ (for $\nabla_X$). Three details:
 #
@@ -403,30 +374,26 @@ check("layers.0.weight is not among them", "weight layers.0.weight" not in every
 #   which is in memory anyway. (The first layer does not even save its weight: it will
 #   not compute $\nabla_X$.) `saved_tensor_bytes(..., exclude=params)` skips them.
 # * **There are $L + 1$ saved inputs, not $L$**: $x, h_1, \dots, h_L$, one per matmul,
-#   and the head is a matmul too. The notes' "each layer's output" counts $h_1 \dots h_L$
-#   and forgets the data batch $x$, which the first layer saves as its input.
+#   and the head is a matmul too. The notes' "≈ $B \cdot L \cdot D$" counts $h_1 \dots h_L$;
+#   the data batch $x$, which the first layer saves as its input, comes on top (in a
+#   training loop it is held anyway, as the batch).
 # * **The last layer's output is not saved**: a matmul keeps its *input*; nothing needs
 #   its output (here the head's $(B, 1)$ result).
 #
-# So the exact count is $(L + 1) \cdot B \cdot D$ elements, and the notes' $B \cdot L \cdot
-# D$ is exactly what autograd keeps *beyond the data batch*:
+# So the exact count is $(L + 1) \cdot B \cdot D$ elements, which `mlp_activation_bytes`
+# computes:
 
-# %% slideshow={"slide_type": "subslide"}
-params = list(model.parameters())
+# %% tags=["deeper"]
+from lecture_utils.memory import mlp_activation_bytes
+
 act_bytes, act_saved = saved_tensor_bytes(model, x, exclude=params)
-beyond_data, _ = saved_tensor_bytes(model, x, exclude=params + [x])
-lecture_estimate = B * L * D * 4
 check("saved activations (params excluded), bytes", act_bytes, (L + 1) * B * D * 4)
 check("== mlp_activation_bytes", act_bytes, mlp_activation_bytes(n_layers=L, width=D, batch=B))
 check("all of them (B, D) float32", act_saved, [((B, D), torch.float32)] * (L + 1))
-check("exact / lecture estimate == (L + 1) / L", act_bytes / lecture_estimate, (L + 1) / L)
-check("beyond the data batch: exactly B*L*D*4", beyond_data, lecture_estimate)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### The constant depends on the layer's operations
-#
-# The lecture's Cruncher has no nonlinearity. Add one and the answer depends on *what
-# the nonlinearity's backward needs*:
+# %% [markdown] tags=["deeper"]
+# **The constant depends on the layer's operations.** The lecture's Cruncher has no
+# nonlinearity. Add one and the answer depends on *what the nonlinearity's backward needs*:
 #
 # * `relu` saves its **output** (the derivative is 1 where the output is positive). That
 #   output is the next matmul's input, which is saved anyway: the same storage, no extra
@@ -437,7 +404,9 @@ check("beyond the data batch: exactly B*L*D*4", beyond_data, lecture_estimate)
 #
 # We count both the references autograd takes and the distinct bytes:
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
+import torch.nn.functional as F
+
 ACTIVATIONS = {"none (the lecture's)": None, "relu": F.relu, "tanh": torch.tanh,
                "sigmoid": torch.sigmoid, "gelu": F.gelu, "square h*h": lambda h: h * h}
 
@@ -462,7 +431,7 @@ for label, act in ACTIVATIONS.items():
     per_layer[label] = n_bytes // (B * D * 4)
     print(f"{label:<21} {refs:>10} {n_bytes:>8,} {per_layer[label]:>12}")
 
-relu_model = Cruncher(D, L, relu=True, device=CPU)
+relu_model = Cruncher(D, L, relu=True)
 check("Cruncher(relu=True) saves the same bytes as Cruncher",
       saved_tensor_bytes(relu_model, x, exclude=list(relu_model.parameters()))[0], act_bytes)
 check("B*D*4 units saved: relu, tanh, sigmoid add nothing",
@@ -470,15 +439,15 @@ check("B*D*4 units saved: relu, tanh, sigmoid add nothing",
 check("gelu and h*h add one B*D per layer",
       [per_layer[k] for k in ("gelu", "square h*h")], [2 * L + 1] * 2)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # `relu` takes four more references than no nonlinearity at all, yet costs zero bytes;
 # `gelu` nearly doubles the activation memory. In a transformer block every op (norms,
 # softmax, GELU, attention) adds its own term, which is why the notes defer the exact
 # transformer count to assignment 1: "activations ∝ $B \cdot L \cdot D$" is right, but
 # the constant in front has to be counted for the ops you use.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### The whole bill, predicted and measured to the byte
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: the bill to the byte, and where a step peaks
 #
 # The notes' list: parameters + gradients + optimizer state + activations (+ temporary
 # buffers and the allocator's cache, which we come to below). `predict_training_memory`
@@ -487,24 +456,25 @@ check("gelu and h*h add one B*D per layer",
 # 4-byte `step` counter that `torch.optim`'s Adam keeps per parameter tensor. The
 # activations come from `mlp_activation_bytes`. `measure_training_memory` runs one real
 # step and adds up the tensors that exist: saved activations, `.grad`s, and every tensor
-# in `optimizer.state`.
+# in `optimizer.state`. (`tests/test_training_memory.py` checks prediction against
+# measurement to the byte for six optimizers.)
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
+from lecture_utils.memory import format_bytes, measure_training_memory, predict_training_memory
+
 OPTIMIZERS = {
     "sgd": lambda ps: torch.optim.SGD(ps, lr=1e-3),
     "momentum": lambda ps: torch.optim.SGD(ps, lr=1e-3, momentum=0.9),
     "adam": lambda ps: torch.optim.Adam(ps, lr=1e-3),
     "adamw": lambda ps: torch.optim.AdamW(ps, lr=1e-3),
 }
-L, D, B = 4, 64, 32
 acts = mlp_activation_bytes(n_layers=L, width=D, batch=B)
 bills = {}
 for name, make in OPTIMIZERS.items():
-    model = Cruncher(D, L, device=CPU)
-    predicted = predict_training_memory(model, optimizer=name, activations=acts)
-    measured_bill = measure_training_memory(model, torch.randn(B, D), make(model.parameters()))
-    check(f"{name}: predicted == measured", predicted, measured_bill)
-    bills[name] = measured_bill
+    m = Cruncher(D, L)
+    bills[name] = measure_training_memory(m, torch.randn(B, D), make(m.parameters()))
+check("adamw: predicted == measured", predict_training_memory(m, optimizer="adamw", activations=acts),
+      bills["adamw"])
 
 print(f"\n{'optimizer':<9} {'params':>9} {'grads':>9} {'opt state':>9} {'activations':>11}"
       f" {'total':>22}")
@@ -512,32 +482,21 @@ for name, bill in bills.items():
     print(f"{name:<9} {bill.params:>9,} {bill.grads:>9,} {bill.optimizer_state:>9,} "
           f"{bill.activations:>11,} {format_bytes(bill.total):>22}")
 
-n_tensors = L + 1
 P = bills["sgd"].params
-check("params == grads (fp32)", (bills["adamw"].params, bills["adamw"].grads), (P, P))
 check("state: 0, 1, 2, 2 copies (+ 4 B step counters per tensor for Adam)",
-      [bills[k].optimizer_state for k in OPTIMIZERS], [0, P, 2 * P + 4 * n_tensors,
-                                                       2 * P + 4 * n_tensors])
+      [bills[k].optimizer_state for k in OPTIMIZERS], [0, P, 2 * P + 4 * (L + 1), 2 * P + 4 * (L + 1)])
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # With the notes' rule of thumb "$4 \times$ (params + activations + grads + state)" this is
 # the same sum: every number here is 4 bytes. The `step` counters are the only thing the
-# rule of thumb leaves out, and at 4 bytes per tensor they never matter.
+# rule of thumb leaves out, and at 4 bytes per tensor they never matter. Measured at batch
+# sizes from 1 to 4096 (width 64, 4 layers, AdamW), only the activations grow:
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Only the activations grow with the batch
-#
-# The same model (width 64, 4 layers, AdamW), measured at batch sizes from 1 to 4096:
-
-# %% caption="Measured memory of params, grads, AdamW state and activations against batch size: only activations grow." slideshow={"slide_type": "subslide"}
+# %% caption="Measured memory of params, grads, AdamW state and activations against batch size: only activations grow." tags=["deeper"]
 BATCHES = [1, 4, 16, 64, 256, 1024, 4096]
-model = Cruncher(D, L, device=CPU)
-by_batch = {b: measure_training_memory(model, torch.randn(b, D), torch.optim.AdamW(
-    model.parameters())) for b in BATCHES}
-fixed = {(m.params, m.grads, m.optimizer_state) for m in by_batch.values()}
-check("distinct (params, grads, state) across the batch sizes", len(fixed), 1)
-check("activations == (L + 1) * B * D * 4 at every batch",
-      [m.activations for m in by_batch.values()], [(L + 1) * b * D * 4 for b in BATCHES])
+m = Cruncher(D, L)
+by_batch = {b: measure_training_memory(m, torch.randn(b, D), torch.optim.AdamW(m.parameters()))
+            for b in BATCHES}
 crossover = next(b for b in BATCHES if by_batch[b].activations > by_batch[b].params)
 check("activations outweigh the params above B = (LD + 1)/(L + 1) = 51.4: first such B",
       crossover, min(b for b in BATCHES if b > (L * D + 1) / (L + 1)))
@@ -558,23 +517,19 @@ ax.legend(frameon=False)
 fig.tight_layout()
 plt.show()
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# That is the notes' point: activations are the only term that grows with $B$, which is
-# why "lower the batch size" is the first fix for an out-of-memory error, and why it stops
-# helping once the fixed part alone does not fit.
+# %% [markdown] tags=["deeper"]
+# **Where a step peaks.** The bill adds up tensors that never all exist at once.
+# `zero_grad(set_to_none=True)` frees the gradients before the forward pass; backward then
+# makes them one layer at a time while it frees the saved activations one layer at a time.
+# The number that decides whether a step fits is the **peak** of live tensor bytes. We can
+# measure it exactly on the CPU with `LiveBytes` (from `lecture_utils.trace`): it sees every
+# tensor any op creates, forward and backward, notices when its storage is freed, and
+# reports the peak and the shapes that were live at that moment.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Where a step peaks
-#
-# The bill above adds up tensors that never all exist at once. `zero_grad(set_to_none=True)`
-# frees the gradients before the forward pass; backward then makes them one layer at a
-# time while it frees the saved activations one layer at a time. The number that decides
-# whether a step fits is the **peak** of live tensor bytes. We can measure it exactly on the
-# CPU with `LiveBytes` (from `lecture_utils.trace`): it sees every tensor any op creates,
-# forward and backward, notices when its storage is freed, and reports the peak and the
-# shapes that were live at that moment.
+# %% tags=["deeper"]
+from lecture_utils.trace import LiveBytes
 
-# %% slideshow={"slide_type": "subslide"}
+
 def train_step(model, x, opt, set_to_none=True):
     opt.zero_grad(set_to_none=set_to_none)
     loss = model(x).pow(2).mean()
@@ -584,7 +539,7 @@ def train_step(model, x, opt, set_to_none=True):
 
 def step_peak(n_layers, width, batch, set_to_none=True):
     """Peak live bytes of one steady-state AdamW step (after a warm-up step)."""
-    model = Cruncher(width, n_layers, device=CPU)
+    model = Cruncher(width, n_layers)
     x = torch.randn(batch, width)
     opt = torch.optim.AdamW(model.parameters())
     train_step(model, x, opt, set_to_none)  # warm-up: creates the AdamW state
@@ -605,7 +560,7 @@ check("(D, D) tensors: L weights + 2L AdamW moments + 1 fresh gradient",
       peak.at_peak[(D, D)], 3 * L + 1)
 exact = 3 * P + steps + 4 * ((L + 2) * B * D + D * D + D) + 8
 check("peak == params + AdamW state + 4*((L+2)BD + D^2 + D) + 8", peak.peak, exact)
-bill_total = predict_training_memory(Cruncher(D, L, device=CPU), optimizer="adamw",
+bill_total = predict_training_memory(Cruncher(D, L), optimizer="adamw",
                                      activations=mlp_activation_bytes(n_layers=L, width=D,
                                                                       batch=B)).total
 check("the bill's total", bill_total, 4 * P + steps + 4 * (L + 1) * B * D)
@@ -619,10 +574,10 @@ def exact_peak_over_bill(n_layers, width, batch):
     return peak / (4 * p + 4 * (n_layers + 1) + 4 * (n_layers + 1) * batch * width)
 
 
-check("by the same count, the GPU cell's shape: peak / bill", exact_peak_over_bill(8, 2048, 8192),
-      0.956, rel=1e-3)
+check("by the same count, the GPU cell's shape: peak / bill", round(exact_peak_over_bill(8, 2048, 8192), 3),
+      0.956)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # The peak comes in the backward pass, in the last hidden layer's node: its two matmuls
 # have just produced $\nabla_X$ $(B, D)$ and $\nabla_W$ $(D, D)$ while the gradient they
 # consumed $(B, D)$ is still alive, and the saved inputs $x, h_1, \dots, h_{L-1}$ are still
@@ -636,7 +591,7 @@ check("by the same count, the GPU cell's shape: peak / bill", exact_peak_over_bi
 #   `zero_grad(set_to_none=True)`, and only the head's $(D, 1)$ one exists yet;
 # * the scalar loss and the seed gradient that backward started from (4 bytes each).
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # This holds while $B > D$; with $B \ll D$ the gradients, which grow by $D^2$ per layer as
 # backward proceeds, outweigh the activations it frees, and the peak moves later in the
 # step. Note that the peak is *not* the bill's total. The gradients and the activations
@@ -648,14 +603,17 @@ check("by the same count, the GPU cell's shape: peak / bill", exact_peak_over_bi
 # On a GPU the caching allocator keeps its own books: `torch.cuda.max_memory_allocated()`
 # is the peak of allocated blocks (rounded up to 512 bytes), and it includes the cuBLAS
 # workspaces that no tensor of ours accounts for: one per thread and stream (32 MiB each on
-# Hopper), so one for the forward pass and one for autograd's backward thread. The cell
+# Hopper, the size the cuBLAS docs recommend there under `cublasSetWorkspace()`), so one for
+# the forward pass and one for autograd's backward thread. The cell
 # below first runs one small matmul forward and backward, so both exist, and takes
 # `memory_allocated()` then as its baseline. It then runs one steady-state AdamW step of a
 # Cruncher of width 2048 with 8 layers at batch 8192 and compares the peak *above that
 # baseline* with the course's prediction `mlp_peak_bytes` (within 5%) and with the exact
 # count of this section (a floor: the allocator can only add to it).
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
+from lecture_utils.memory import mlp_peak_bytes
+
 if cuda_only(device, "the peak memory of an AdamW step, against the prediction"):
     G_L, G_D, G_B = 8, 2048, 8192
     torch.cuda.empty_cache()
@@ -679,7 +637,7 @@ if cuda_only(device, "the peak memory of an AdamW step, against the prediction")
     g_floor = 3 * g_P + 4 * ((G_L + 2) * G_B * G_D + G_D * G_D + G_D)
     measured("peak allocated above the baseline, one AdamW step", format_bytes(g_peak), per_device=True)
     measured("mlp_peak_bytes prediction", format_bytes(g_predicted), per_device=True)
-    measured("measured / predicted", g_peak / g_predicted, per_device=True)
+    measured("measured / predicted", g_peak / g_predicted, per_device=True, ref="adamw-step-peak")
     measured("exact count of live tensors (this notebook)", format_bytes(g_floor), per_device=True)
     measured("allocator extras above it (rounding)", format_bytes(g_peak - g_floor), per_device=True)
     assert abs(g_peak / g_predicted - 1) < 0.05, (g_peak, g_predicted)
@@ -687,22 +645,20 @@ if cuda_only(device, "the peak memory of an AdamW step, against the prediction")
     del g_model, g_x, g_opt
     torch.cuda.empty_cache()
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Reserved versus allocated: the caching allocator
-#
-# Asking the driver for GPU memory (`cudaMalloc`) is slow and synchronises the device, so
-# PyTorch's **caching allocator** asks for large segments once and carves tensors out of
-# them. When a tensor dies its block goes back to the allocator's cache, not to the
-# driver, ready for the next tensor of a similar size. So there are two numbers:
-# `torch.cuda.memory_allocated()` counts the bytes in blocks that live tensors hold, and
-# `torch.cuda.memory_reserved()` counts every segment the allocator holds, used or cached.
-# `nvidia-smi` shows roughly the reserved figure (plus the CUDA context), which is why it
-# looks larger than your tensors. `torch.cuda.empty_cache()` hands the unused cached
-# segments back to the driver; it frees no tensor and makes no more memory available to
-# this process, only to others. The cell below frees a 256 MiB tensor and watches both
-# numbers.
+# %% [markdown] tags=["deeper"]
+# **Reserved versus allocated: the caching allocator.** Asking the driver for GPU memory
+# (`cudaMalloc`) is slow and synchronises the device, so PyTorch's **caching allocator** asks
+# for large segments once and carves tensors out of them. When a tensor dies its block goes
+# back to the allocator's cache, not to the driver, ready for the next tensor of a similar
+# size. So there are two numbers: `torch.cuda.memory_allocated()` counts the bytes in blocks
+# that live tensors hold, and `torch.cuda.memory_reserved()` counts every segment the
+# allocator holds, used or cached. `nvidia-smi` shows roughly the reserved figure (plus the
+# CUDA context), which is why it looks larger than your tensors. `torch.cuda.empty_cache()`
+# hands the unused cached segments back to the driver; it frees no tensor and makes no more
+# memory available to this process, only to others. The cell below frees a 256 MiB tensor
+# and watches both numbers.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 if cuda_only(device, "reserved versus allocated memory of the caching allocator"):
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
@@ -713,9 +669,12 @@ if cuda_only(device, "reserved versus allocated memory of the caching allocator"
     a2, r2 = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
     torch.cuda.empty_cache()
     a3, r3 = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
-    for label, a, r in (("before", a0, r0), ("with a 256 MiB tensor", a1, r1),
-                        ("after del", a2, r2), ("after empty_cache()", a3, r3)):
+    for label, a, r in (("before", a0, r0), ("with a 256 MiB tensor", a1, r1)):
         measured(f"{label}: allocated / reserved", f"{format_bytes(a)} / {format_bytes(r)}", per_device=True)
+    measured("after del: allocated / reserved", f"{format_bytes(a2)} / {format_bytes(r2)}", per_device=True,
+             ref="reserved-vs-allocated")
+    measured("after empty_cache(): allocated / reserved", f"{format_bytes(a3)} / {format_bytes(r3)}",
+             per_device=True)
     assert a1 - a0 == 2**28, (a0, a1)       # the tensor's bytes, exactly
     assert a2 == a0, (a0, a2)               # del: the block is free again...
     assert r2 == r1, (r1, r2)               # ...but stays reserved, cached for reuse
@@ -723,8 +682,8 @@ if cuda_only(device, "reserved versus allocated memory of the caching allocator"
     assert a3 == a2 and r3 <= r2, (a3, r3)  # empty_cache frees no tensor, only cached segments
     assert all(r >= a for a, r in ((a0, r0), (a1, r1), (a2, r2), (a3, r3)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Zeroing the gradients: `set_to_none=True` or in place?
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: zeroing the gradients, `set_to_none=True` or in place?
 #
 # `optimizer.zero_grad()` has two modes. `set_to_none=True` (the default since PyTorch 2.0)
 # drops every `.grad`; `set_to_none=False` keeps the tensors and writes zeros into them.
@@ -732,9 +691,11 @@ if cuda_only(device, "reserved versus allocated memory of the caching allocator"
 # work and the memory. We watch every aten op with `OpLog`, as in notebook 03: how many
 # kernels of each kind ran, and the bytes they read.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
+from lecture_utils.trace import OpLog
+
 L, D, B = 4, 64, 32
-model = Cruncher(D, L, device=CPU)
+model = Cruncher(D, L)
 x = torch.randn(B, D)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 grad_bytes = sum(tensor_bytes(p) for p in model.parameters())
@@ -757,16 +718,16 @@ for set_to_none in (False, True):
     check(f"set_to_none={set_to_none}: gradients identical to a fresh backward",
           all(torch.equal(p.grad, r) for p, r in zip(model.parameters(), reference, strict=True)), True)
 
-n_params = len(reference)
+n_tensors = len(reference)
 check("in place: grad bytes held until the next backward", results[False][0], grad_bytes)
-check("in place: zero_ kernels and the bytes they write", results[False][1], (n_params, grad_bytes))
+check("in place: zero_ kernels and the bytes they write", results[False][1], (n_tensors, grad_bytes))
 check("in place: backward then adds into each grad (reads 2x grad bytes)", results[False][2],
-      (n_params, 2 * grad_bytes))
+      (n_tensors, 2 * grad_bytes))
 check("set_to_none: grad bytes held until the next backward", results[True][0], 0)
 check("set_to_none: no zeroing kernels", results[True][1], (0, 0))
 check("set_to_none: backward assigns, no adds", results[True][2], (0, 0))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # So zeroing in place costs, every step, a pass that writes every gradient byte, and then
 # makes backward *accumulate* into the zeros: an add per parameter that reads the old
 # gradient and the new one and writes the sum. With `set_to_none=True` backward simply
@@ -775,18 +736,18 @@ check("set_to_none: backward assigns, no adds", results[True][2], (0, 0))
 # the peak of the previous section, that is worth one full set of gradients, less the
 # head's $(D, 1)$ gradient, which exists at the peak either way:
 
-# %%
+# %% tags=["deeper"]
 L, D, B = 4, 64, 256
 P = (L * D * D + D) * 4
 in_place, to_none = step_peak(L, D, B, set_to_none=False), step_peak(L, D, B, set_to_none=True)
 check("peak with zeroing in place - peak with set_to_none", in_place.peak - to_none.peak, P - 4 * D)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # One behavioural difference to know: an optimizer skips a parameter whose `.grad` is
 # `None`, but updates one whose gradient is a tensor of zeros. With momentum (or weight
 # decay), a parameter that got no gradient in this step still moves in the second case:
 
-# %%
+# %% tags=["deeper"]
 def moves_after(zero_grad_to):
     p = nn.Parameter(torch.ones(3))
     opt = torch.optim.SGD([p], lr=0.1, momentum=0.9)
@@ -804,34 +765,22 @@ check("grad = None: the optimizer skips it, the parameter stays", not moves_afte
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember
 #
-# - Backward of a linear layer is two matmuls ($\nabla_W = X^\top G$, $\nabla_X = G W^\top$),
-#   each as large as the forward one: backward ≈ 2× forward FLOPs, so training ≈ $6ND$.
-# - The first layer skips $\nabla_X$ (the data needs no gradient); in a transformer the
-#   ratio is exactly 2. Time ratios are near 2, not exactly 2.
-# - Autograd keeps each matmul's *input* for backward: $(L + 1) \cdot B \cdot D$ activations
-#   for an MLP, the only term of the bill that grows with the batch.
-# - The bill is params + grads + optimizer state + activations; the peak of a step is a
-#   different number (gradients and activations take turns, backward adds transients).
-# - On a GPU, `memory_allocated` counts live tensors, `memory_reserved` what the caching
-#   allocator holds; `nvidia-smi` shows roughly the latter.
-# - `zero_grad(set_to_none=True)` (the default) saves a pass over the gradients and frees
-#   them during the forward pass.
-
-# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Recap: backward ≈ 2× forward FLOPs; autograd keeps each matmul's input; the peak is not the bill.
-# - Ask the room: why does `set_to_none=True` save memory during the forward pass?
+# - Autograd keeps the forward values that gradient formulas need (activations), and
+#   `backward()` *adds* into `.grad` until you zero it.
+# - Backward of a linear layer is two matmuls, $\nabla_W = X^\top G$ and
+#   $\nabla_X = G W^\top$, each as large as the forward one: backward ≈ 2× forward, so
+#   training ≈ $6ND$ (the first layer skips $\nabla_X$).
+# - The bill: params ($L D^2$) + grads + optimizer state + activations ($B L D$); only the
+#   activations grow with the batch.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises (from the self-test)
 #
-# For each question: fill in the `...` in the exercise cell, run it and the check cell
-# under it (it says whether your answer is right, without giving it away), and expand the
-# hidden solution only after you have tried.
+# Fill in the `...`, run the cell and the check under it (it says whether you are right,
+# not the answer), then expand the hidden solution.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Give 3 minutes per question: fill in the `...`, run the check cell.
-# - Then expand the hidden solution live and point at the `✓ ... is right` lines.
-# - Point at: Q1, backward = 2 × forward when the input requires grad; E4.1, batch 42,206 fits in 80 GB.
+# - Ask the room (Q1): does the first layer cost as much backward as the others? Why?
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Q1. Why does backward cost about twice the FLOPs of the forward pass?
@@ -846,7 +795,7 @@ q1_forward = ...  # forward FLOPs of the three-layer stack at batch 16
 q1_backward_data = ...  # backward FLOPs when the input is a data batch
 q1_backward_grad = ...  # backward FLOPs when the input requires grad
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "claim-S39"]
 check_answer("Q1, forward FLOPs", q1_forward)
 check_answer("Q1, backward FLOPs, data input", q1_backward_data)
 check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad)
@@ -856,19 +805,16 @@ check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad)
 # same size: grad_W = X^T G (to update W) and grad_X = G W^T (to pass the gradient down):
 # 4*B*d_in*d_out. Summed over the layers: forward 2ND, backward 4ND, total 6ND (§3.3).
 # The first layer skips grad_X when its input is data, so there backward is
-# 2 x forward - (first layer's forward).
+# 2 x forward - (first layer's forward): 2 * 720,896 - 393,216 = 1,048,576.
+from itertools import pairwise
+
+from lecture_utils.nn import Linear
+
 WIDTHS, BATCH = [96, 128, 64, 32], 16
-stack = nn.Sequential(*(Linear(a, b, device=CPU) for a, b in pairwise(WIDTHS)))
-per_layer_fwd = [matmul_flops(BATCH, a, b) for a, b in pairwise(WIDTHS)]
+stack = nn.Sequential(*(Linear(a, b) for a, b in pairwise(WIDTHS)))
 data = count_flops(stack, torch.randn(BATCH, WIDTHS[0]))
 hidden = count_flops(stack, torch.randn(BATCH, WIDTHS[0], requires_grad=True))
-print(f"per layer forward: {per_layer_fwd}")
-check("forward == sum of 2*B*d_in*d_out", data.forward, sum(per_layer_fwd))
-check("forward FLOPs", data.forward, 720_896)
-check("data input: backward == 2 x forward - first layer", data.backward,
-      2 * data.forward - per_layer_fwd[0])
-check("input requires grad: backward == 2 x forward", hidden.backward, 2 * hidden.forward)
-check("total == 3 x forward (6ND = 3 x 2ND)", hidden.total, 3 * hidden.forward)
+check("forward == sum of 2*B*d_in*d_out", data.forward, sum(matmul_flops(BATCH, a, b) for a, b in pairwise(WIDTHS)))
 
 q1_forward, q1_backward_data, q1_backward_grad = data.forward, data.backward, hidden.backward
 check_answer("Q1, forward FLOPs", q1_forward)
@@ -880,10 +826,10 @@ check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad)
 #
 # A Cruncher with $L = 32$ layers of width $D = 8192$ trains in fp32 with AdamW on an
 # 80 GB GPU. How many bytes do parameters, gradients and optimizer state take? How many
-# activation bytes does one example add? What is the largest batch for which the whole
-# bill (params + grads + state + activations) fits in 80 GB, and what batch would the
-# notes' $B \cdot L \cdot D$ estimate allow? Hint: a model built on the `meta` device has
-# shapes but no memory, and `predict_training_memory` needs nothing more.
+# activation bytes does one example add (every matmul keeps its input for backward, the
+# first one's included)? What is the largest batch for which the whole bill fits in 80 GB?
+# Hint: a model built on the `meta` device has shapes but no memory, and
+# `predict_training_memory` needs nothing more.
 
 # %% tags=["exercise"]
 e4_1_fixed_bytes = ...  # params + grads + AdamW state, in bytes
@@ -902,32 +848,18 @@ check_answer("E4.1, largest batch", e4_1_b_max)
 # example) says 43,525, which needs 1.4 GB more than the GPU has. (The peak of a real step
 # is lower than this bill, since gradients and activations take turns, but a real step
 # also needs the cuBLAS workspace and the allocator's slack: keep a margin.)
+from lecture_utils.memory import mlp_activation_bytes, predict_training_memory
+
 BUDGET, QL, QD = 80e9, 32, 8192
 with torch.device("meta"):
     big = Cruncher(QD, QL)
-fixed_bill = predict_training_memory(big, optimizer="adamw")
-per_example = mlp_activation_bytes(n_layers=QL, width=QD, batch=1)
-b_max = int((BUDGET - fixed_bill.total) // per_example)
-b_lecture = int((BUDGET - fixed_bill.total) // (QL * QD * 4))
+fixed = predict_training_memory(big, optimizer="adamw").total
+per_example = mlp_activation_bytes(n_layers=QL, width=QD, batch=1)  # (L + 1) * D * 4
+b_max = int((BUDGET - fixed) // per_example)
+check("b_max fits, b_max + 1 does not",
+      (fixed + b_max * per_example <= BUDGET, fixed + (b_max + 1) * per_example > BUDGET), (True, True))
 
-
-def bill(batch):
-    return predict_training_memory(big, optimizer="adamw", activations=mlp_activation_bytes(
-        n_layers=QL, width=QD, batch=batch))
-
-
-print(f"params {format_bytes(fixed_bill.params)}, grads {format_bytes(fixed_bill.grads)}, "
-      f"AdamW state {format_bytes(fixed_bill.optimizer_state)}")
-check("parameters", sum(p.numel() for p in big.parameters()), 2_147_491_840)
-check("params + grads + state (GB)", fixed_bill.total / 1e9, 34.36, rel=1e-3)
-check("activation bytes per example", per_example, (QL + 1) * QD * 4)
-check("largest batch that fits", b_max, 42_206)
-check("b_max fits, b_max + 1 does not", (bill(b_max).total <= BUDGET,
-                                         bill(b_max + 1).total > BUDGET), (True, True))
-check("the B*L*D estimate's batch", b_lecture, 43_525)
-check("...overflows by (GB)", (bill(b_lecture).total - BUDGET) / 1e9, 1.43, rel=0.01)
-
-e4_1_fixed_bytes, e4_1_per_example, e4_1_b_max = fixed_bill.total, per_example, b_max
+e4_1_fixed_bytes, e4_1_per_example, e4_1_b_max = fixed, per_example, b_max
 check_answer("E4.1, params + grads + state (bytes)", e4_1_fixed_bytes)
 check_answer("E4.1, activation bytes per example", e4_1_per_example)
 check_answer("E4.1, largest batch", e4_1_b_max)
