@@ -359,7 +359,7 @@ if cuda_only(device, "allocating the bf16 FFN matrix for real"):
     before = torch.cuda.memory_allocated()
     w_gpu = torch.empty(12288, 49152, dtype=torch.bfloat16, device=device)
     grown = torch.cuda.memory_allocated() - before
-    measured("memory_allocated() grew by", format_bytes(grown), per_device=True)
+    measured("memory_allocated() grew by", format_bytes(grown), per_device=True, ref="alloc-bf16-ffn")
     measured("predicted (tensor_bytes)", format_bytes(predicted), per_device=True)
     assert grown == predicted, (grown, predicted)
     del w_gpu
