@@ -13,14 +13,14 @@ import sys
 from lecture_utils.console import closed_pipe, describe, guarded_output
 from lecture_utils.flops import SECONDS_PER_DAY, training_days, training_flops
 from lecture_utils.hardware import ACCELERATORS, DTYPES, lookup
-from lecture_utils.memory import (
+from lecture_utils.recipes import (
     RECIPES,
-    format_bytes,
     max_params_that_fit,
     param_breakdown,
     recipe_name,
     training_state_table,
 )
+from lecture_utils.sizes import format_bytes
 
 
 class _Parser(argparse.ArgumentParser):

@@ -33,7 +33,8 @@ from lecture_utils import setup; device = setup()
 # %% tags=["claim-S1", "claim-S3", "claim-S4"]
 from lecture_utils import check, check_answer
 from lecture_utils.flops import training_days, training_flops
-from lecture_utils.memory import bytes_per_param, format_bytes
+from lecture_utils.recipes import bytes_per_param
+from lecture_utils.sizes import format_bytes
 
 N, D = 70e9, 15e12                  # parameters, training tokens
 flops = training_flops(N, D).total  # 6ND

@@ -53,7 +53,7 @@ check("allocated in fp32, fp16, bf16, fp8 e4m3, fp8 e5m2",
 # storage (notebook 01), so holding on to a small slice keeps the whole storage alive.
 
 # %% tags=["deeper"]
-from lecture_utils.memory import tensor_bytes
+from lecture_utils.sizes import tensor_bytes
 
 row = x[0]
 check("x[0]: its own bytes, and the storage it keeps alive", (tensor_bytes(row), row.untyped_storage().nbytes()),
@@ -76,7 +76,7 @@ check("x[0]: its own bytes, and the storage it keeps alive", (tensor_bytes(row),
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S8"]
 import matplotlib.pyplot as plt
 
-from lecture_utils.memory import dtype_info
+from lecture_utils.dtypes import dtype_info
 from lecture_utils.plots import plot_bit_layout
 
 FLOATS = ["float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
@@ -141,7 +141,7 @@ check("1 + 1/256 in bf16: the update is lost", cast(1 + 1 / 256, bf16), 1.0)
 # sheets, the lecture), GiB = 2³⁰ bytes (`nvidia-smi`, allocators): 7% apart.
 
 # %% tags=["claim-S10"]
-from lecture_utils.memory import format_bytes
+from lecture_utils.sizes import format_bytes
 
 w = torch.empty(12288, 49152, device="meta")  # shape and dtype only: no memory
 check("GPT-3 FFN weight in fp32, in bf16", [format_bytes(w.numel() * dt.itemsize) for dt in (torch.float32, bf16)],
@@ -378,7 +378,7 @@ if cuda_only(device, "allocating the bf16 FFN matrix for real"):
 # - Leave the 8 × 80 GB arithmetic to Q3.
 
 # %% tags=["claim-S4"]
-from lecture_utils.memory import bytes_per_param, param_breakdown
+from lecture_utils.recipes import bytes_per_param, param_breakdown
 
 print(param_breakdown("fp32_adamw"))
 check("fp32 AdamW: 4 + 4 + 4 + 4 bytes per parameter", bytes_per_param("fp32_adamw"), 16)
@@ -501,7 +501,7 @@ check("bf16 weights + fp32 main gradients + fp32 master, m, v (without step coun
 # Other optimizers keep fewer statistics:
 
 # %% tags=["deeper"]
-from lecture_utils.memory import RECIPES
+from lecture_utils.recipes import RECIPES
 
 print(f"{'recipe':<20} {'bytes':<18} {'total':>5}   parts")
 for recipe in RECIPES:
@@ -514,12 +514,12 @@ for recipe in RECIPES:
 # figure for a 7B model follow.
 
 # %% tags=["deeper"]
-from lecture_utils.memory import memory_calculator
+from lecture_utils.widgets import memory_calculator
 
 memory_calculator()
 
 # %% tags=["deeper"]
-from lecture_utils.memory import training_state_table
+from lecture_utils.recipes import training_state_table
 
 N, H100 = 7_000_000_000, 80e9
 CONFIGS = {"1 GPU": (1, False), "8 GPUs replicated": (8, False), "8 GPUs sharded": (8, True)}

@@ -303,7 +303,7 @@ check(".grad of a parameter the loss never touched", spare.unused.grad, None)
 # $B$: the activations pass the parameters at $B = D$.
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S24"]
-from lecture_utils.memory import saved_tensor_bytes
+from lecture_utils.training_memory import saved_tensor_bytes
 
 
 def mlp_bill(n_layers, width, batch, state_copies=2):
@@ -339,7 +339,7 @@ plt.show()
 # A bf16 model gets bf16 gradients, as many bytes again as its parameters:
 
 # %% tags=["deeper"]
-from lecture_utils.memory import tensor_bytes
+from lecture_utils.sizes import tensor_bytes
 
 m = Cruncher(32, 3, dtype=torch.bfloat16)
 m(torch.randn(8, 32, dtype=torch.bfloat16)).sum().backward()
@@ -384,7 +384,7 @@ check("layers.0.weight is not among them", "weight layers.0.weight" not in every
 # computes:
 
 # %% tags=["deeper"]
-from lecture_utils.memory import mlp_activation_bytes
+from lecture_utils.training_memory import mlp_activation_bytes
 
 act_bytes, act_saved = saved_tensor_bytes(model, x, exclude=params)
 check("saved activations (params excluded), bytes", act_bytes, (L + 1) * B * D * 4)
@@ -460,7 +460,8 @@ check("gelu and h*h add one B*D per layer",
 # measurement to the byte for six optimizers.)
 
 # %% tags=["deeper"]
-from lecture_utils.memory import format_bytes, measure_training_memory, predict_training_memory
+from lecture_utils.sizes import format_bytes
+from lecture_utils.training_memory import measure_training_memory, predict_training_memory
 
 OPTIMIZERS = {
     "sgd": lambda ps: torch.optim.SGD(ps, lr=1e-3),
@@ -612,7 +613,7 @@ check("by the same count, the GPU cell's shape: peak / bill", round(exact_peak_o
 # count of this section (a floor: the allocator can only add to it).
 
 # %% tags=["deeper"]
-from lecture_utils.memory import mlp_peak_bytes
+from lecture_utils.training_memory import mlp_peak_bytes
 
 if cuda_only(device, "the peak memory of an AdamW step, against the prediction"):
     G_L, G_D, G_B = 8, 2048, 8192
@@ -848,7 +849,7 @@ check_answer("E4.1, largest batch", e4_1_b_max)
 # example) says 43,525, which needs 1.4 GB more than the GPU has. (The peak of a real step
 # is lower than this bill, since gradients and activations take turns, but a real step
 # also needs the cuBLAS workspace and the allocator's slack: keep a margin.)
-from lecture_utils.memory import mlp_activation_bytes, predict_training_memory
+from lecture_utils.training_memory import mlp_activation_bytes, predict_training_memory
 
 BUDGET, QL, QD = 80e9, 32, 8192
 with torch.device("meta"):

@@ -145,7 +145,7 @@ import torch.nn.functional as F
 from lecture_utils import get_device
 from lecture_utils.bench import time_fn
 from lecture_utils.data import EOT, Prefetcher, write_tokens
-from lecture_utils.memory import format_bytes
+from lecture_utils.sizes import format_bytes
 from lecture_utils.models import GPT, get_config
 
 ON_GPU = device.type == "cuda"

@@ -3,20 +3,16 @@ import math
 import pytest
 import torch
 
-from lecture_utils import memory
-from lecture_utils.memory import (
+from lecture_utils.dtypes import as_dtype, dtype_info, dtype_name
+from lecture_utils.recipes import (
     RECIPES,
-    as_dtype,
     bytes_per_param,
-    dtype_info,
-    dtype_name,
-    format_bytes,
     max_params_that_fit,
     param_breakdown,
     recipe_name,
-    tensor_bytes,
     training_state_table,
 )
+from lecture_utils.sizes import format_bytes, tensor_bytes
 
 FLOATS = ["float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
 
@@ -268,7 +264,9 @@ def test_training_state_table():
 
 
 def test_memory_calculator_widget_updates_its_table():
-    box = memory.memory_calculator()
+    from lecture_utils.widgets import memory_calculator
+
+    box = memory_calculator()
     n_params, recipe, n_gpus, gpu_gb, sharded, out = box.children
     assert "does NOT fit" in out.value  # 7B with AdamW replicated on 80 GB: 112 GB
     sharded.value = True
@@ -283,7 +281,6 @@ def test_memory_calculator_widget_updates_its_table():
 def test_one_dtype_table_serves_memory_hardware_bench_and_the_trainer():
     from lecture_utils import bench, dtypes, hardware
 
-    assert memory.DTYPES is dtypes.DTYPES and memory.as_dtype is dtypes.as_dtype
     assert hardware.DTYPES == dtypes.SPEC_NAMES == ("fp32", "tf32", "bf16", "fp16", "fp8")
     assert bench.spec_name is dtypes.spec_name
     assert set(dtypes.PRECISIONS) <= set(dtypes.SPEC_NAMES)
@@ -318,12 +315,13 @@ TORCH_OPTIMIZERS = {"sgd": (torch.optim.SGD, {}), "momentum": (torch.optim.SGD, 
 
 def test_optimizer_state_copies_match_torch_optim_state():
     from lecture_utils.optim import OPTIMIZERS
+    from lecture_utils.training_memory import OPTIMIZER_STATE_COPIES
 
-    assert list(memory.OPTIMIZER_STATE_COPIES) == list(OPTIMIZERS) == list(TORCH_OPTIMIZERS)
+    assert list(OPTIMIZER_STATE_COPIES) == list(OPTIMIZERS) == list(TORCH_OPTIMIZERS)
     for name, (cls, kw) in TORCH_OPTIMIZERS.items():
         p = torch.nn.Parameter(torch.randn(4, 5))
         p.grad = torch.randn(4, 5)
         opt = cls([p], lr=1e-3, **kw)
         opt.step()
         full_size = sum(torch.is_tensor(t) and t.shape == p.shape for t in opt.state[p].values())
-        assert memory.OPTIMIZER_STATE_COPIES[name] == full_size, name
+        assert OPTIMIZER_STATE_COPIES[name] == full_size, name

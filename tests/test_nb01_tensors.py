@@ -16,8 +16,9 @@ import torch  # noqa: E402
 
 from lecture_utils.exercises import ANSWERS  # noqa: E402
 from lecture_utils.flops import training_days, training_flops  # noqa: E402
-from lecture_utils.memory import bytes_per_param, format_bytes, tensor_bytes  # noqa: E402
 from lecture_utils.plots import plot_strides  # noqa: E402
+from lecture_utils.recipes import bytes_per_param  # noqa: E402
+from lecture_utils.sizes import format_bytes, tensor_bytes
 
 X = torch.arange(12).view(3, 4)
 

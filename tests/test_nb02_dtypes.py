@@ -12,16 +12,16 @@ import math
 import pytest
 import torch
 
+from lecture_utils.dtypes import dtype_info
 from lecture_utils.exercises import ANSWERS
 from lecture_utils.hardware import ACCELERATORS
-from lecture_utils.memory import (
+from lecture_utils.recipes import (
     bytes_per_param,
-    dtype_info,
     max_params_that_fit,
     param_breakdown,
-    tensor_bytes,
     training_state_table,
 )
+from lecture_utils.sizes import tensor_bytes
 
 FLOATS = ["float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
 SMALL = ["float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]  # few enough patterns to decode all

@@ -9,12 +9,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lecture_utils.memory import (
+from lecture_utils.models import Cruncher
+from lecture_utils.training_memory import (
     measure_training_memory,
     mlp_activation_bytes,
     predict_training_memory,
 )
-from lecture_utils.models import Cruncher
 
 
 @pytest.mark.parametrize("batch", [1, 4, 16, 64, 256, 1024, 4096])

@@ -18,9 +18,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_utils.exercises import ANSWERS
-from lecture_utils.memory import tensor_bytes
 from lecture_utils.models import Cruncher, n_params
 from lecture_utils.nn import Linear, init_weight
+from lecture_utils.sizes import tensor_bytes
 
 # The std of N(0, 1) truncated to [-3, 3]: sqrt(1 - 2 a phi(a) / erf(a / sqrt 2)) at a = 3.
 PHI3 = math.exp(-4.5) / math.sqrt(2 * math.pi)

@@ -26,7 +26,7 @@ from lecture_utils.data import (
     window_rows,
     write_tokens,
 )
-from lecture_utils.memory import tensor_bytes
+from lecture_utils.sizes import tensor_bytes
 
 TOKENS = np.arange(1000, dtype=np.uint16)  # token i sits at position i: shifts are visible
 VAL = load_tokens(data_dir() / "tokens" / "val.bin")

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from lecture_utils import optim
-from lecture_utils.memory import bytes_per_param
+from lecture_utils.recipes import bytes_per_param
 
 # (ours, theirs, hyper-parameters in both conventions). The six plain cases run 1,000 steps,
 # the variants 200 (enough to separate L2, betas and decoupling; more adds nothing but time).

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from lecture_utils.memory import (
+from lecture_utils.models import Cruncher
+from lecture_utils.training_memory import (
     OPTIMIZER_STATE_COPIES,
     TrainingMemory,
     measure_training_memory,
@@ -12,7 +13,6 @@ from lecture_utils.memory import (
     predict_training_memory,
     saved_tensor_bytes,
 )
-from lecture_utils.models import Cruncher
 
 OPTIMIZERS = {
     "sgd": (torch.optim.SGD, {}),
