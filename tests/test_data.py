@@ -14,10 +14,9 @@ from lecture_utils.data import (
     get_batch,
     get_batch_lecture,
     load_tokens,
-    main,
-    prepare,
     write_tokens,
 )
+from lecture_utils.prepare import main, prepare
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"  # the files committed to the repository
 
@@ -212,7 +211,6 @@ def test_lecture_data_overrides_the_data_folder(monkeypatch, tmp_path):
     write_tokens(tmp_path / "tokens" / "train.bin", np.arange(7), 10)
     monkeypatch.setenv("LECTURE_DATA", str(tmp_path))
     assert data_dir() == tmp_path
-    assert data_mod.DATA_DIR == tmp_path  # the older name follows it
     assert load_tokens(data_dir() / "tokens" / "train.bin").tolist() == list(range(7))
 
 

@@ -22,15 +22,10 @@ import torch
 
 from lecture_utils import bench, get_device, hardware
 from lecture_utils import data as data_mod
-from lecture_utils.data import (
-    PREPARED_FILES,
-    STAGING_PREFIX,
-    Prefetcher,
-    get_batch,
-    load_tokens,
-    write_tokens,
-)
+from lecture_utils import prepare as prep_mod
+from lecture_utils.data import Prefetcher, get_batch, load_tokens, write_tokens
 from lecture_utils.device import DeviceError, setup
+from lecture_utils.prepare import PREPARED_FILES, STAGING_PREFIX
 from lecture_utils.train import cli as train_cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,7 +52,7 @@ def prepared(tmp_path) -> Path:
     paragraphs = [f"Paragraph {i}: the hacker's kludge is a crock, per the Jargon File, entry {i * 7}."
                   for i in range(200)]
     (folder / "corpus" / "tiny.txt").write_text("\n\n".join(paragraphs) + "\n", encoding="utf-8")
-    data_mod.prepare(folder, vocab_size=VOCAB)
+    prep_mod.prepare(folder, vocab_size=VOCAB)
     return folder
 
 
@@ -87,7 +82,7 @@ def test_prepare_without_a_corpus_fails_before_touching_anything(tmp_path, monke
     before = hashes(folder)
     monkeypatch.setenv("LECTURE_DATA", str(folder))
     with pytest.raises(SystemExit) as exit_:
-        data_mod.main(["prepare"])
+        prep_mod.main(["prepare"])
     out, err = capsys.readouterr()
     assert exit_.value.code == 2 and out == ""
     assert one_line(err) == (f"python -m lecture_utils.data: error: no .txt files in {folder / 'corpus'}; "
@@ -106,14 +101,14 @@ def test_a_full_disk_midway_leaves_the_old_files(prepared, monkeypatch, capsys, 
         def failing(corpus_dir, vocab_size, out):
             full.filename = str(out)
             raise full
-        monkeypatch.setattr(data_mod, "train_tokenizer", failing)
+        monkeypatch.setattr(prep_mod, "train_tokenizer", failing)
     elif fail_at == "fsync":
         def failing(path):  # flushing the built files, before the COMMITTING marker
             full.filename = str(path)
             raise full
-        monkeypatch.setattr(data_mod, "_fsync", failing)
+        monkeypatch.setattr(prep_mod, "fsync", failing)
     else:
-        real = data_mod.write_tokens
+        real = prep_mod.write_tokens
 
         def failing(path, *args, **kwargs):
             if Path(path).stem == fail_at:
@@ -121,9 +116,9 @@ def test_a_full_disk_midway_leaves_the_old_files(prepared, monkeypatch, capsys, 
                 full.filename = str(path)
                 raise full
             return real(path, *args, **kwargs)
-        monkeypatch.setattr(data_mod, "write_tokens", failing)
+        monkeypatch.setattr(prep_mod, "write_tokens", failing)
     with pytest.raises(SystemExit) as exit_:
-        data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "400"])
+        prep_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "400"])
     line = one_line(capsys.readouterr().err)
     assert exit_.value.code == 2
     assert line.startswith("python -m lecture_utils.data: error: No space left on device [ENOSPC]: ")
@@ -150,7 +145,7 @@ def test_a_full_disk_inside_a_token_write_names_the_file_and_the_errno(prepared,
 
     monkeypatch.setattr(data_mod, "open", Full, raising=False)
     with pytest.raises(SystemExit) as exit_:
-        data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "400"])
+        prep_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "400"])
     line = one_line(capsys.readouterr().err)
     assert exit_.value.code == 2 and line.startswith("python -m lecture_utils.data: error: No space left on device "
                                                      "[ENOSPC]: ")
@@ -162,7 +157,7 @@ def test_a_full_disk_inside_a_token_write_names_the_file_and_the_errno(prepared,
 def test_a_vocabulary_too_small_for_the_bytes_is_refused_before_anything_is_touched(prepared, capsys, vocab):
     before = hashes(prepared)
     with pytest.raises(SystemExit) as exit_:
-        data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", vocab])
+        prep_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", vocab])
     assert exit_.value.code == 2
     assert one_line(capsys.readouterr().err) == (
         "python -m lecture_utils.data: error: vocab_size (256 bytes + <|endoftext|> at least; uint16 holds 65,536 "
@@ -176,9 +171,9 @@ def test_a_folder_without_write_permission_is_one_line(prepared, monkeypatch, ca
 
     def denied(prefix, dir):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(dir))
-    monkeypatch.setattr(data_mod.tempfile, "mkdtemp", denied)
+    monkeypatch.setattr(prep_mod.tempfile, "mkdtemp", denied)
     with pytest.raises(SystemExit) as exit_:
-        data_mod.main(["prepare", "--data-dir", str(prepared)])
+        prep_mod.main(["prepare", "--data-dir", str(prepared)])
     assert exit_.value.code == 2
     assert one_line(capsys.readouterr().err) == (f"python -m lecture_utils.data: error: Permission denied [EACCES]: "
                                                  f"{prepared} (the existing files are unchanged)")
@@ -187,14 +182,14 @@ def test_a_folder_without_write_permission_is_one_line(prepared, monkeypatch, ca
 
 def test_ctrl_c_midway_leaves_the_old_files(prepared, monkeypatch, capsys):
     before = hashes(prepared)
-    real = data_mod.write_tokens
+    real = prep_mod.write_tokens
 
     def interrupted(path, *args, **kwargs):
         real(path, *args, **kwargs)
         raise KeyboardInterrupt
-    monkeypatch.setattr(data_mod, "write_tokens", interrupted)
+    monkeypatch.setattr(prep_mod, "write_tokens", interrupted)
     with pytest.raises(SystemExit) as exit_:
-        data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "400"])
+        prep_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "400"])
     assert exit_.value.code == 130
     assert one_line(capsys.readouterr().err) == ("python -m lecture_utils.data: interrupted "
                                                  "(the existing files are unchanged)")
@@ -203,7 +198,7 @@ def test_ctrl_c_midway_leaves_the_old_files(prepared, monkeypatch, capsys):
 
 def test_prepare_replaces_the_files_only_when_complete(prepared, capsys):
     before = hashes(prepared)
-    assert data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "320"]) == 0
+    assert prep_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "320"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in out] == ["train", "val"] and "vocab 320" in out[0]
     after = hashes(prepared)
@@ -213,25 +208,25 @@ def test_prepare_replaces_the_files_only_when_complete(prepared, capsys):
 
 KILLED_PREPARE = """
 import os, sys, time
-from lecture_utils import data
+from lecture_utils import prepare
 stage = sys.argv[1]
 def paused_here():  # tell the test, then wait for its SIGKILL
     print("paused", flush=True)
     time.sleep(60)
 if stage == "writing":  # stop right after the first token file is written into the staging folder
-    real = data.write_tokens
+    real = prepare.write_tokens
     def write_tokens(*args, **kwargs):
         meta = real(*args, **kwargs)
         paused_here()
         return meta
-    data.write_tokens = write_tokens
+    prepare.write_tokens = write_tokens
 else:  # "moving": stop after the first of the five renames
     real = os.replace
     def replace(src, dst):
         real(src, dst)
         paused_here()
     os.replace = replace
-data.main(["prepare", "--data-dir", sys.argv[2], "--vocab-size", sys.argv[3]])
+prepare.main(["prepare", "--data-dir", sys.argv[2], "--vocab-size", sys.argv[3]])
 """
 
 
@@ -260,7 +255,7 @@ class TestKillWhileWriting:  # its own xdist unit (tests/conftest.py)
         stale = staging_folders(prepared)
         assert len(stale) == 1 and (stale[0] / "tokens" / "train.bin").exists()
         # The next prepare removes the dead run's staging folder, says so, and builds the same bytes.
-        assert data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", str(VOCAB)]) == 0
+        assert prep_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", str(VOCAB)]) == 0
         err = capsys.readouterr().err
         assert one_line(err) == (f"removed {stale[0].name}, left by an interrupted prepare; "
                                  f"the files in {prepared} were untouched")
@@ -273,11 +268,11 @@ class TestKillWhileMoving:  # its own xdist unit (tests/conftest.py)
         """The five renames take microseconds; a kill between them is completed, not left mixed."""
         reference = tmp_path / "reference"
         shutil.copytree(prepared / "corpus", reference / "corpus")
-        data_mod.prepare(reference, vocab_size=VOCAB + 100)
+        prep_mod.prepare(reference, vocab_size=VOCAB + 100)
         kill_prepare(prepared, "moving", VOCAB + 100, wait_for_line)
         stale = staging_folders(prepared)
-        assert len(stale) == 1 and (stale[0] / data_mod.COMMIT_MARKER).exists()
-        assert data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", str(VOCAB + 100)]) == 0
+        assert len(stale) == 1 and (stale[0] / prep_mod.COMMIT_MARKER).exists()
+        assert prep_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", str(VOCAB + 100)]) == 0
         assert one_line(capsys.readouterr().err) == (f"finished moving in the files of an interrupted prepare "
                                                      f"({stale[0].name})")
         assert hashes(prepared) == hashes(reference) and staging_folders(prepared) == []
@@ -291,7 +286,7 @@ def test_a_second_prepare_on_the_same_folder_is_refused(prepared, capsys):
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         with pytest.raises(SystemExit) as exit_:
-            data_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "400"])
+            prep_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", "400"])
     finally:
         os.close(fd)
     assert exit_.value.code == 2
@@ -305,7 +300,7 @@ def test_a_corpus_that_is_not_utf8_is_one_line(prepared, capsys):
     before = hashes(prepared)
     (prepared / "corpus" / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
     with pytest.raises(SystemExit) as exit_:
-        data_mod.main(["prepare", "--data-dir", str(prepared)])
+        prep_mod.main(["prepare", "--data-dir", str(prepared)])
     assert exit_.value.code == 2
     assert one_line(capsys.readouterr().err) == (f"python -m lecture_utils.data: error: "
                                                  f"{prepared / 'corpus' / 'latin1.txt'}: not UTF-8 text "
