@@ -2,15 +2,14 @@
 ``state_bytes`` and a measured ZeRO stage 1 (``zero_state_bytes``).
 
 The optimizers are lesson code: they are written, and explained, in
-py_src/07_optimizers.py, and the region below is exported from there (``make export``).
-Hyper-parameter conventions are torch.optim's, so each is checked against its counterpart
-(tests/test_optim.py). The step count is a plain int in ``self.state``, so the state
-tensors are exactly 0, 1, 1, 1, 2 and 2 copies of the parameters.
+py_src/07_optimizers.py (one line per term of the notes' formulas), and the region below is
+exported from there (``make export``). Hyper-parameter conventions are torch.optim's, so each
+is checked against its counterpart (tests/test_optim.py). The step count is a plain int in
+``self.state``, so the state tensors are exactly 0, 1, 1, 1, 2 and 2 copies of the parameters.
 """
 
 from __future__ import annotations
 
-import math
 import sys
 
 import torch
@@ -21,125 +20,98 @@ from lecture_utils import validate
 
 # >>> lesson code from py_src/07_optimizers.py: edit it there, then `make export`
 class UpdateRule(Optimizer):
-    """The loop every optimizer below shares: each parameter with a gradient gets `update`."""
-
-    @torch.no_grad()
+    # What the six share: each parameter with a gradient gets `update`, with its own `state`
+    # and its group's hyper-parameters by name (lr=..., weight_decay=...; **_ takes the rest).
+    @torch.no_grad()  # an update is not part of any graph
     def step(self, closure=None):
         with torch.enable_grad():
             loss = closure() if closure is not None else None
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
-                    self.update(p, p.grad, self.state[p], group)
+                    self.update(p, p.grad, self.state[p], **group)
         return loss
 
 
-def with_l2(g, p, weight_decay):
-    """L2 regularisation folded into the gradient (torch.optim's `weight_decay`): g + wd * theta."""
-    return g.add(p, alpha=weight_decay) if weight_decay else g
-
-
 class SGD(UpdateRule):
-    """theta -= lr * g"""
-
     def __init__(self, params, lr=1e-3, weight_decay=0.0):
-        super().__init__(params, {"lr": lr, "weight_decay": weight_decay})
+        super().__init__(params, dict(lr=lr, weight_decay=weight_decay))
 
-    def update(self, p, g, state, group):
-        g = with_l2(g, p, group["weight_decay"])
-        p.add_(g, alpha=-group["lr"])
+    def update(self, p, g, state, lr, weight_decay, **_):
+        g = g + weight_decay * p  # L2: lambda theta joins the gradient
+        p -= lr * g  # theta <- theta - lr g
 
 
 class Momentum(UpdateRule):
-    """b = mu * b + g (b = g at the first step); theta -= lr * b"""
-
     def __init__(self, params, lr=1e-3, momentum=0.9, weight_decay=0.0):
-        super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
+        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay))
 
-    def update(self, p, g, state, group):
-        g = with_l2(g, p, group["weight_decay"])
-        if "momentum_buffer" not in state:
-            state["momentum_buffer"] = g.clone()
-        else:
-            state["momentum_buffer"].mul_(group["momentum"]).add_(g)
-        p.add_(state["momentum_buffer"], alpha=-group["lr"])
+    def update(self, p, g, state, lr, momentum, weight_decay, **_):
+        g = g + weight_decay * p
+        # b <- mu b + g (b starts at 0): torch's convention, a decaying sum that grows to
+        # g / (1 - mu); the notes' "moving average", mu b + (1 - mu) g, needs a 10x larger lr
+        b = state["momentum_buffer"] = momentum * state.get("momentum_buffer", 0) + g
+        p -= lr * b  # theta <- theta - lr b
 
 
-class AdaGrad(UpdateRule):
-    """s += g^2; theta -= lr * g / (sqrt(s) + eps). s only grows, so the step size only shrinks."""
-
+class AdaGrad(UpdateRule):  # a step size per coordinate: divide by the root of a sum of g^2
     def __init__(self, params, lr=1e-2, eps=1e-10, weight_decay=0.0):
-        super().__init__(params, {"lr": lr, "eps": eps, "weight_decay": weight_decay})
+        super().__init__(params, dict(lr=lr, eps=eps, weight_decay=weight_decay))
 
-    def update(self, p, g, state, group):
-        g = with_l2(g, p, group["weight_decay"])
-        if not state:
-            state["step"], state["sum"] = 0, torch.zeros_like(p)
-        state["step"] += 1
-        state["sum"].addcmul_(g, g)
-        p.addcdiv_(g, state["sum"].sqrt().add_(group["eps"]), value=-group["lr"])
+    def update(self, p, g, state, lr, eps, weight_decay, **_):
+        g = g + weight_decay * p
+        # s <- s + g^2, as one fused multiply-add (so it rounds as torch.optim's does)
+        s = torch.addcmul(state.get("sum", torch.zeros_like(p)), g, g)
+        state.update(step=state.get("step", 0) + 1, sum=s)
+        p -= lr * g / (s.sqrt() + eps)  # theta <- theta - lr g / (sqrt(s) + eps)
 
 
-class RMSProp(UpdateRule):
-    """s = alpha * s + (1 - alpha) * g^2; theta -= lr * g / (sqrt(s) + eps)"""
-
+class RMSProp(UpdateRule):  # ... or of a moving average of g^2
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0):
-        super().__init__(params, {"lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay})
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay))
 
-    def update(self, p, g, state, group):
-        g = with_l2(g, p, group["weight_decay"])
-        if not state:
-            state["step"], state["square_avg"] = 0, torch.zeros_like(p)
-        state["step"] += 1
-        state["square_avg"].mul_(group["alpha"]).addcmul_(g, g, value=1 - group["alpha"])
-        p.addcdiv_(g, state["square_avg"].sqrt().add_(group["eps"]), value=-group["lr"])
+    def update(self, p, g, state, lr, alpha, eps, weight_decay, **_):
+        g = g + weight_decay * p
+        # s <- alpha s + (1 - alpha) g^2, starting at 0
+        s = alpha * state.get("square_avg", 0) + (1 - alpha) * g**2
+        state.update(step=state.get("step", 0) + 1, square_avg=s)
+        p -= lr * g / (s.sqrt() + eps)  # theta <- theta - lr g / (sqrt(s) + eps)
 
 
 class Adam(UpdateRule):
-    """Adam; its weight_decay is L2 folded into g (then divided by sqrt(v_hat) like the rest)."""
-
-    decoupled = False  # AdamW: weight decay outside the gradient
-
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
-        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay})
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
 
-    def update(self, p, g, state, group):
-        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-        if self.decoupled:
-            p.mul_(1 - lr * wd)  # AdamW: shrink theta directly, untouched by sqrt(v)
-        else:
-            g = with_l2(g, p, wd)  # Adam + L2: the decay term joins the gradient
-        if not state:
-            state["step"] = 0
-            state["exp_avg"], state["exp_avg_sq"] = torch.zeros_like(p), torch.zeros_like(p)
-        state["step"] += 1
-        t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
-        m.lerp_(g, 1 - beta1)  # m = beta1 m + (1 - beta1) g, written as torch.optim does
-        v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-        bias1, bias2 = 1 - beta1**t, 1 - beta2**t
-        # m_hat / (sqrt(v_hat) + eps), arranged as torch.optim does, so it rounds identically
-        denom = (v.sqrt() / math.sqrt(bias2)).add_(eps)
-        p.addcdiv_(m, denom, value=-lr / bias1)
+    def update(self, p, g, state, lr, betas, eps, weight_decay, **_):
+        b1, b2 = betas
+        g = g + weight_decay * p  # Adam's weight_decay is L2: divided by sqrt(v_hat) below
+        t = state["step"] = state.get("step", 0) + 1
+        # m <- b1 m + (1 - b1) g and v <- b2 v + (1 - b2) g^2, both starting at 0
+        m = state["exp_avg"] = b1 * state.get("exp_avg", 0) + (1 - b1) * g
+        v = state["exp_avg_sq"] = b2 * state.get("exp_avg_sq", 0) + (1 - b2) * g**2
+        m_hat = m / (1 - b1**t)  # bias correction
+        v_hat = v / (1 - b2**t)
+        p -= lr * m_hat / (v_hat.sqrt() + eps)  # theta <- theta - lr m_hat / (sqrt(v_hat) + eps)
 
 
 class AdamW(Adam):
-    """Adam with weight decay decoupled from the gradient: theta -= lr * wd * theta, then Adam."""
-
-    decoupled = True
-
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
         super().__init__(params, lr, betas, eps, weight_decay)
 
+    def update(self, p, g, state, lr, weight_decay, **hyper):
+        p *= 1 - lr * weight_decay  # theta <- theta - lr lambda theta, outside the gradient
+        super().update(p, g, state, lr=lr, weight_decay=0.0, **hyper)  # then Adam, without L2
 
-OPTIMIZERS = {"sgd": SGD, "momentum": Momentum, "adagrad": AdaGrad, "rmsprop": RMSProp,
-              "adam": Adam, "adamw": AdamW}
 
-
-def state_bytes(optimizer):
-    """Bytes of every tensor the optimizer keeps in `optimizer.state`."""
+def state_bytes(optimizer):  # bytes of every tensor the optimizer keeps in `optimizer.state`
     return sum(t.numel() * t.element_size() for s in optimizer.state.values() for t in s.values()
                if isinstance(t, torch.Tensor))
 # <<< lesson code from py_src/07_optimizers.py
+
+
+# The six by the names lecture_utils.memory and the trainer's --optimizer use.
+OPTIMIZERS = {"sgd": SGD, "momentum": Momentum, "adagrad": AdaGrad, "rmsprop": RMSProp,
+              "adam": Adam, "adamw": AdamW}
 
 
 # --- ZeRO stage 1, measured: two CPU processes ---------------------------------------

@@ -13,7 +13,7 @@ import torch
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from lecture_utils.memory import dtype_info
+from lecture_utils.dtypes import dtype_info
 
 _SIGN, _EXP, _MANT = "#d62728", "#1f77b4", "#2ca02c"
 
@@ -50,46 +50,72 @@ def plot_bit_layout(dtypes=("float32", "float16", "bfloat16", "float8_e4m3fn", "
 MAX_STORAGE_DRAWN = 64  # past this, a per-element drawing is unreadable anyway
 
 
-def plot_strides(x: torch.Tensor, title: str | None = None):
+def plot_strides(x: torch.Tensor | dict[str, torch.Tensor], title: str | None = None):
     """Draw a small 2-D tensor's storage as one strip and its elements as a grid.
 
     Each grid cell is labelled with its storage index ``offset + r*s0 + c*s1`` and
     coloured by row; the storage slot it reads gets the same colour, so a transpose's
     jumps and a slice's gaps are visible. Grey slots are not reachable from the view.
+
+    ``x`` may also be a dict ``{label: view}``: one column per view, side by side in one
+    wide, short figure (it fits a 16:9 slide), each titled with its label, shape, stride
+    and offset; ``title`` then heads the figure. The axes come in pairs, storage strip
+    then grid, one pair per view.
     """
-    n_storage = x.untyped_storage().nbytes() // x.element_size()
-    assert n_storage <= MAX_STORAGE_DRAWN, f"storage of {n_storage} elements: use a small example tensor"
-    rows, cols = x.shape  # 2-D only
-    s0, s1 = x.stride()
-    off = x.storage_offset()
+    views = x if isinstance(x, dict) else {None: x}
+    n_storage = {label: v.untyped_storage().nbytes() // v.element_size() for label, v in views.items()}
+    for n in n_storage.values():
+        assert n <= MAX_STORAGE_DRAWN, f"storage of {n} elements: use a small example tensor"
+    shapes = {label: tuple(v.shape) for label, v in views.items()}
+    for shape in shapes.values():
+        if len(shape) != 2:
+            raise ValueError(f"plot_strides draws 2-D tensors, got shape {shape}")
+    max_rows = max(rows for rows, _ in shapes.values())
     cmap = plt.get_cmap("tab10")
-    # Which row reads each storage slot (the last one wins for stride-0 views).
-    row_of = {off + r * s0 + c * s1: r for r in range(rows) for c in range(cols)}
-    fig, (ax_s, ax_t) = plt.subplots(
-        2, 1, figsize=(max(8.0, 0.6 * n_storage), 2.0 + 0.6 * rows),
-        gridspec_kw={"height_ratios": [1, max(rows, 1)]})
-    for i in range(n_storage):
-        color = cmap(row_of[i] % 10) if i in row_of else "0.92"
-        ax_s.add_patch(Rectangle((i, 0), 1, 1, facecolor=color, alpha=0.45 if i in row_of else 1,
-                                 edgecolor="white"))
-        ax_s.text(i + 0.5, 0.5, str(i), ha="center", va="center", fontsize=12)
-    ax_s.set_xlim(0, n_storage)
-    ax_s.set_ylim(0, 1)
-    ax_s.axis("off")
-    ax_s.set_title(f"storage: {n_storage} elements (colour = the view's row that reads it)",
-                   loc="left", fontsize=13)
-    for r in range(rows):
-        for c in range(cols):
-            ax_t.add_patch(Rectangle((c, rows - 1 - r), 1, 1, facecolor=cmap(r % 10), alpha=0.45,
+    if len(views) == 1:
+        width = max(8.0, 0.6 * max(n_storage.values()))
+        fig = plt.figure(figsize=(width, 2.0 + 0.6 * max_rows))
+    else:  # one column per view, each slot about a third of an inch wide
+        width = 14.0
+        slot = width / len(views) / (max(n_storage.values()) + 1)
+        fig = plt.figure(figsize=(width, round(1.3 + slot * (1.6 + max_rows), 1)))
+    grid_spec = fig.add_gridspec(2, len(views), height_ratios=[1, max(max_rows, 1)])
+    for j, (label, v) in enumerate(views.items()):
+        rows, cols = shapes[label]
+        s0, s1 = v.stride()
+        off = v.storage_offset()
+        ax_s, ax_t = fig.add_subplot(grid_spec[0, j]), fig.add_subplot(grid_spec[1, j])
+        # Which row reads each storage slot (the last one wins for stride-0 views).
+        row_of = {off + r * s0 + c * s1: r for r in range(rows) for c in range(cols)}
+        for i in range(n_storage[label]):
+            color = cmap(row_of[i] % 10) if i in row_of else "0.92"
+            ax_s.add_patch(Rectangle((i, 0), 1, 1, facecolor=color, alpha=0.45 if i in row_of else 1,
                                      edgecolor="white"))
-            ax_t.text(c + 0.5, rows - 0.5 - r, str(off + r * s0 + c * s1), ha="center",
-                      va="center", fontsize=12)
-    ax_t.set_xlim(0, max(cols, 1))
-    ax_t.set_ylim(0, max(rows, 1))
-    ax_t.set_aspect("equal")
-    ax_t.axis("off")
-    ax_t.set_title(title or f"shape {tuple(x.shape)}, stride {x.stride()}, offset {off}",
-                   loc="left", fontsize=13)
+            ax_s.text(i + 0.5, 0.5, str(i), ha="center", va="center", fontsize=12)
+        ax_s.set_xlim(0, n_storage[label])
+        ax_s.set_ylim(0, 1)
+        ax_s.set_aspect("equal")
+        ax_s.axis("off")
+        for r in range(rows):
+            for c in range(cols):
+                ax_t.add_patch(Rectangle((c, rows - 1 - r), 1, 1, facecolor=cmap(r % 10), alpha=0.45,
+                                         edgecolor="white"))
+                ax_t.text(c + 0.5, rows - 0.5 - r, str(off + r * s0 + c * s1), ha="center",
+                          va="center", fontsize=12)
+        ax_t.set_xlim(0, max(cols, 1))
+        ax_t.set_ylim(0, max(rows, 1))
+        ax_t.set_aspect("equal")
+        ax_t.axis("off")
+        described = f"shape {shapes[label]}, stride {v.stride()}, offset {off}"
+        if label is None:
+            ax_s.set_title(f"storage: {n_storage[label]} elements (colour = the view's row that reads it)",
+                           loc="left", fontsize=13)
+            ax_t.set_title(title or described, loc="left", fontsize=13)
+        else:
+            ax_s.set_title(f"{label}\n{described}", loc="left", fontsize=13)
+    if len(views) > 1:
+        fig.suptitle(title or "storage strip above, the view's elements below (colour = the view's row)",
+                     x=0.01, ha="left", fontsize=13)
     fig.tight_layout()
     return fig
 
@@ -195,4 +221,44 @@ def plot_training_curves(log_path_or_records, path=None):
                 os.replace(tmp, path)
             finally:
                 tmp.unlink(missing_ok=True)
+    return fig
+
+
+OPTIMIZER_PATHS_FIGSIZE = (14.0, 5.4)  # wide and short: full width on a 1280 x 720 slide, under its code line
+
+
+def plot_optimizer_paths(paths, curvature=(1.0, 50.0), labels=None, title=None):
+    """Each optimizer's path over the contours of f(x, y) = (a x² + b y²) / 2, one panel each.
+
+    ``paths`` maps a name to the points it visited, a (steps + 1, 2) tensor or array whose
+    first row is the start; ``curvature`` is (a, b); ``labels`` maps a name to what its panel
+    title adds in brackets (its hyper-parameters). Each title also gives f at the last point.
+    Panels sit in rows of three, sharing their axes; the start is a dot, the minimum a star.
+    """
+    a, b = curvature
+    points = {name: np.asarray(path, dtype=float) for name, path in paths.items()}
+    every = np.concatenate(list(points.values()))
+    (x_lo, y_lo), (x_hi, y_hi) = every.min(axis=0), every.max(axis=0)
+    pad_x, pad_y = 0.08 * (x_hi - x_lo) + 0.1, 0.08 * (y_hi - y_lo) + 0.1
+    X, Y = np.meshgrid(np.linspace(x_lo - pad_x, x_hi + pad_x, 200), np.linspace(y_lo - pad_y, y_hi + pad_y, 200))
+    f = 0.5 * (a * X**2 + b * Y**2)
+    cols = min(3, len(points))
+    rows = math.ceil(len(points) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=OPTIMIZER_PATHS_FIGSIZE, sharex=True, sharey=True,
+                             squeeze=False, layout="constrained")
+    for ax, (name, p) in zip(axes.flat, points.items(), strict=False):  # a last row may have spare axes
+        ax.contour(X, Y, f, levels=np.geomspace(0.05, f.max(), 12), colors="0.7",
+                   linewidths=0.7)
+        ax.plot(p[:, 0], p[:, 1], ".-", color="C3", lw=1, ms=3, gid="path")
+        ax.plot(p[0, 0], p[0, 1], "ko", ms=5)
+        ax.plot(0, 0, "k*", ms=9)
+        final = 0.5 * (a * p[-1, 0] ** 2 + b * p[-1, 1] ** 2)
+        extra = f" ({labels[name]})" if labels and name in labels else ""
+        ax.set_title(f"{name}{extra}\nf after {len(p) - 1} steps: {final:.3g}", fontsize=12)
+    for ax in axes.flat[len(points):]:
+        ax.axis("off")
+    fig.supxlabel("x")
+    fig.supylabel("y")
+    ax2 = "x²" if a == 1 else f"{a:g} x²"
+    fig.suptitle(title or f"f(x, y) = ({ax2} + {b:g} y²) / 2: same start, same number of steps", fontsize=14)
     return fig

@@ -15,135 +15,221 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 07 · Optimizers: update rules, and the memory they cost
 #
-# The optimizer is the last piece of a training step, and the one that decides most of
-# its memory. This notebook covers §7.1, §7.2 and §1.2 of the lecture notes: the six
-# optimizers from SGD to AdamW, written out as short classes and run
-# on one problem, with the three fixes that separate them (AdaGrad's dying step size,
-# Adam's bias correction, AdamW's decoupled weight decay); the state each keeps, measured
-# (0, 1, 1, 1, 2 and 2 copies of the parameters), and the 16 bytes per parameter of fp32
-# AdamW; and the two ways out, sharding (ZeRO stages 1–3) and compression (8-bit, Adafactor).
-#
-# Every claim prints a `✓` line: it is an assertion, so the notebook fails if a claim
-# is wrong. Lines starting with `[measured]` depend on the machine. The one cell that
-# needs a CUDA GPU says so and is skipped elsewhere.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# > **Errata in the notes.** Corrections this notebook makes to the lecture notes, each
-# > shown (and checked) where linked:
-# >
-# > - Momentum as torch writes it, $b_t = \mu b_{t-1} + g_t$, is a decaying *sum*, not an
-# >   "exponential moving average": it grows to $g/(1-\mu)$, so learning rates differ 10×
-# >   between the two conventions: [§7.1 From SGD to AdamW](#§7.1-From-SGD-to-AdamW).
-# > - Without Adam's bias correction the early steps are mostly too *large* (3.2× at step 1
-# >   with $\beta_2 = 0.999$), not too small:
-# >   [Adam's bias correction, step by step](#Adam's-bias-correction,-step-by-step).
-# > - AdamW's state is "4× the parameter" only against fp32 weights; against the bf16
-# >   weights of mixed precision it is 8×:
-# >   [§1.2 The 16 bytes per parameter](#§1.2-The-16-bytes-per-parameter,-rebuilt-from-measured-tensors).
+# §7.1–§7.2: six optimizers from SGD to AdamW, the state each keeps, and the ways out. The
+# core path is the lecture (about 18 minutes of reading); each section ends in a
+# collapsed "Going deeper" part. A `✓` line is an assertion.
 
 # %%
 from lecture_utils import setup; device = setup()
 
-# %% slideshow={"slide_type": "subslide"}
-import math
-from fractions import Fraction
-
-import matplotlib.pyplot as plt
-import numpy as np
-import torch
-from torch import nn
-from torch.optim import Optimizer
-
-from lecture_utils import check, check_answer, cuda_only, measured
-from lecture_utils.memory import (
-    bytes_per_param,
-    format_bytes,
-    param_breakdown,
-    predict_training_memory,
-    tensor_bytes,
-)
-from lecture_utils.optim import zero_state_bytes
-
-f64 = torch.float64  # the toy problems below run in float64 on the CPU: exact and repeatable
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §7.1 From SGD to AdamW
 #
-# Write $g$ for the gradient, $\eta$ (`lr`) for the learning rate and $\theta$ for the
-# parameters. Every optimizer runs the same loop: each parameter that has a gradient gets
-# an update, which may keep a `state` of its own, tensors of the parameter's shape
-# (squares, roots and divisions act elementwise). SGD keeps nothing,
-# $\theta \leftarrow \theta - \eta\, g$; Momentum keeps a buffer
-# $b_t = \mu\, b_{t-1} + g_t$ and steps along it. The conventions are torch.optim's
-# (tests/test_optim.py checks each class against it); there, `weight_decay` is L2:
-# $\lambda\theta$ added to the gradient. The updates use torch's in-place arithmetic:
-# `a.add_(b, alpha=c)` is $a \mathrel{+}= c\,b$, `a.addcmul_(b, c, value=v)` is
-# $a \mathrel{+}= v\,b\,c$ and `a.addcdiv_(b, c, value=v)` is $a \mathrel{+}= v\,b/c$.
-# Cells that start with `# @save lecture_utils/optim.py` are exported to the package
-# (`make export`), which notebook 08 and the trainer import; edit one here and re-run the
-# cells below it.
+# $g$ is the gradient, $\eta$ (`lr`) the learning rate, $\theta$ the parameters. Each
+# optimizer's `update` writes the notes' formulas, one line per term, with torch.optim's
+# names (its `weight_decay` is L2: $\lambda\theta$ added to $g$). `# @save` cells go into
+# `lecture_utils.optim`.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Six optimizers, each a short class: read SGD and Momentum aloud, the rest only differ in the state they keep.
-# - Run the valley figure live: same start, same 60 steps; point at SGD's zigzag (y flips sign every step) and the adaptive methods' diagonal first step.
-# - The number: torch's momentum is a decaying sum that grows to g/(1-μ), 10x at μ = 0.9.
+# - Say: one `update` per optimizer, one line per term of the notes' formulas.
+# - Ask the room: which of the six keep no state, and which keep two tensors per parameter?
+
+# %%
+import torch
+from torch.optim import Optimizer
+
+from lecture_utils import check, check_answer
 
 # %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/optim.py
 class UpdateRule(Optimizer):
-    """The loop every optimizer below shares: each parameter with a gradient gets `update`."""
-
-    @torch.no_grad()
+    # What the six share: each parameter with a gradient gets `update`, with its own `state`
+    # and its group's hyper-parameters by name (lr=..., weight_decay=...; **_ takes the rest).
+    @torch.no_grad()  # an update is not part of any graph
     def step(self, closure=None):
         with torch.enable_grad():
             loss = closure() if closure is not None else None
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
-                    self.update(p, p.grad, self.state[p], group)
+                    self.update(p, p.grad, self.state[p], **group)
         return loss
 
 
-def with_l2(g, p, weight_decay):
-    """L2 regularisation folded into the gradient (torch.optim's `weight_decay`): g + wd * theta."""
-    return g.add(p, alpha=weight_decay) if weight_decay else g
-
-
+# %% slideshow={"slide_type": "subslide"}
+# @save lecture_utils/optim.py
 class SGD(UpdateRule):
-    """theta -= lr * g"""
-
     def __init__(self, params, lr=1e-3, weight_decay=0.0):
-        super().__init__(params, {"lr": lr, "weight_decay": weight_decay})
+        super().__init__(params, dict(lr=lr, weight_decay=weight_decay))
 
-    def update(self, p, g, state, group):
-        g = with_l2(g, p, group["weight_decay"])
-        p.add_(g, alpha=-group["lr"])
+    def update(self, p, g, state, lr, weight_decay, **_):
+        g = g + weight_decay * p  # L2: lambda theta joins the gradient
+        p -= lr * g  # theta <- theta - lr g
 
 
 class Momentum(UpdateRule):
-    """b = mu * b + g (b = g at the first step); theta -= lr * b"""
-
     def __init__(self, params, lr=1e-3, momentum=0.9, weight_decay=0.0):
-        super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
+        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay))
 
-    def update(self, p, g, state, group):
-        g = with_l2(g, p, group["weight_decay"])
-        if "momentum_buffer" not in state:
-            state["momentum_buffer"] = g.clone()
-        else:
-            state["momentum_buffer"].mul_(group["momentum"]).add_(g)
-        p.add_(state["momentum_buffer"], alpha=-group["lr"])
+    def update(self, p, g, state, lr, momentum, weight_decay, **_):
+        g = g + weight_decay * p
+        # b <- mu b + g (b starts at 0): torch's convention, a decaying sum that grows to
+        # g / (1 - mu); the notes' "moving average", mu b + (1 - mu) g, needs a 10x larger lr
+        b = state["momentum_buffer"] = momentum * state.get("momentum_buffer", 0) + g
+        p -= lr * b  # theta <- theta - lr b
+
+
+# %% slideshow={"slide_type": "subslide"}
+# @save lecture_utils/optim.py
+class AdaGrad(UpdateRule):  # a step size per coordinate: divide by the root of a sum of g^2
+    def __init__(self, params, lr=1e-2, eps=1e-10, weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, eps=eps, weight_decay=weight_decay))
+
+    def update(self, p, g, state, lr, eps, weight_decay, **_):
+        g = g + weight_decay * p
+        # s <- s + g^2, as one fused multiply-add (so it rounds as torch.optim's does)
+        s = torch.addcmul(state.get("sum", torch.zeros_like(p)), g, g)
+        state.update(step=state.get("step", 0) + 1, sum=s)
+        p -= lr * g / (s.sqrt() + eps)  # theta <- theta - lr g / (sqrt(s) + eps)
+
+
+class RMSProp(UpdateRule):  # ... or of a moving average of g^2
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay))
+
+    def update(self, p, g, state, lr, alpha, eps, weight_decay, **_):
+        g = g + weight_decay * p
+        # s <- alpha s + (1 - alpha) g^2, starting at 0
+        s = alpha * state.get("square_avg", 0) + (1 - alpha) * g**2
+        state.update(step=state.get("step", 0) + 1, square_avg=s)
+        p -= lr * g / (s.sqrt() + eps)  # theta <- theta - lr g / (sqrt(s) + eps)
 
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **A loose word in the notes.** The notes' table calls momentum "an exponential moving
-# average of the gradient". In the convention of `Momentum` above (torch's, and the one
-# most code uses), $b_t = \mu b_{t-1} + g_t$ is a *sum* with decaying weights, not an
-# average: under a constant gradient it grows to $g/(1-\mu) = 10g$ for $\mu = 0.9$. The
-# averaging form $b_t = \mu b_{t-1} + (1-\mu) g_t$ is the same optimizer with $\eta$
-# multiplied by $1-\mu$, so a learning rate tuned in one convention is 10 × off in the other.
+# Adam averages $g$ and $g^2$ and corrects both for their start at 0: after one step
+# $m = 0.1\,g$ and $v = 0.001\,g^2$, divided by $1-\beta^t$ exactly $g$ and $g^2$. AdamW
+# first shrinks $\theta$ by $\eta\lambda\theta$.
 
 # %% slideshow={"slide_type": "subslide"}
+# @save lecture_utils/optim.py
+class Adam(UpdateRule):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    def update(self, p, g, state, lr, betas, eps, weight_decay, **_):
+        b1, b2 = betas
+        g = g + weight_decay * p  # Adam's weight_decay is L2: divided by sqrt(v_hat) below
+        t = state["step"] = state.get("step", 0) + 1
+        # m <- b1 m + (1 - b1) g and v <- b2 v + (1 - b2) g^2, both starting at 0
+        m = state["exp_avg"] = b1 * state.get("exp_avg", 0) + (1 - b1) * g
+        v = state["exp_avg_sq"] = b2 * state.get("exp_avg_sq", 0) + (1 - b2) * g**2
+        m_hat = m / (1 - b1**t)  # bias correction
+        v_hat = v / (1 - b2**t)
+        p -= lr * m_hat / (v_hat.sqrt() + eps)  # theta <- theta - lr m_hat / (sqrt(v_hat) + eps)
+
+
+class AdamW(Adam):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+        super().__init__(params, lr, betas, eps, weight_decay)
+
+    def update(self, p, g, state, lr, weight_decay, **hyper):
+        p *= 1 - lr * weight_decay  # theta <- theta - lr lambda theta, outside the gradient
+        super().update(p, g, state, lr=lr, weight_decay=0.0, **hyper)  # then Adam, without L2
+
+# %% slideshow={"slide_type": "subslide"}
+def descend(optimizer_class, grad, start, steps, **hyper):
+    # The points an optimizer visits from `start` when the gradient at theta is grad(theta).
+    theta = torch.tensor(start, dtype=torch.float64)
+    optimizer = optimizer_class([theta], **hyper)
+    path = [theta.clone()]
+    for _ in range(steps):
+        theta.grad = grad(theta)
+        optimizer.step()
+        path.append(theta.clone())
+    return torch.stack(path)
+
+
+# %% slideshow={"slide_type": "subslide"} tags=["claim-S31"]
+# Ours against torch.optim, 100 steps of a least-squares fit (tests/test_optim.py: 1,000 steps
+# of a small network, with L2 and other betas too)
+A = torch.randn(32, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+fit = (lambda theta: A.T @ (A @ theta - 1), [0.0] * 16, 100)  # the gradient of |A theta - 1|^2 / 2
+TWINS = {SGD: (torch.optim.SGD, {}), Momentum: (torch.optim.SGD, {"momentum": 0.9}),
+         AdaGrad: (torch.optim.Adagrad, {}), RMSProp: (torch.optim.RMSprop, {}),
+         Adam: (torch.optim.Adam, {}), AdamW: (torch.optim.AdamW, {})}
+for ours, (theirs, hyper) in TWINS.items():
+    check(f"{ours.__name__} takes torch.optim.{theirs.__name__}'s 100 steps{' (momentum 0.9)' * bool(hyper)}",
+          descend(ours, *fit, lr=0.01, **hyper), descend(theirs, *fit, lr=0.01, **hyper), rel=1e-9)
+# %% slideshow={"slide_type": "subslide"} tags=["claim-S31"]
+# Adam's bias correction: its first step is -lr sign(g), whatever the size of g
+g = torch.tensor([1e-3, 1.0, 1e3, -50.0], dtype=torch.float64)
+check("Adam's first step is -lr sign(g), for |g| from 1e-3 to 1e3", descend(Adam, lambda p: g, [0.0] * 4, 1, lr=0.01)[1],
+      -0.01 * g.sign(), rel=1e-5)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Six optimizers on one valley
+#
+# A valley 50 times steeper across than along; its gradient is $(x, 50y)$:
+
+# %%
+import matplotlib.pyplot as plt
+
+from lecture_utils.plots import plot_optimizer_paths
+
+CURVATURE = torch.tensor([1.0, 50.0], dtype=torch.float64)
+RUNS = {"SGD, lr 0.035": (SGD, 0.035), "Momentum 0.9, lr 0.035": (Momentum, 0.035), "AdaGrad, lr 1": (AdaGrad, 1.0),
+        "RMSProp, lr 0.1": (RMSProp, 0.1), "Adam, lr 0.2": (Adam, 0.2), "AdamW, lr 0.2, wd 0.01": (AdamW, 0.2)}
+paths = {name: descend(cls, lambda p: CURVATURE * p, (-8.0, 1.5), 60, lr=lr) for name, (cls, lr) in RUNS.items()}
+
+# %% caption="Paths of the six optimizers on the valley f(x, y) = (x\u00b2 + 50 y\u00b2) / 2, all from the same start in 60 steps." slideshow={"slide_type": "subslide"}
+plot_optimizer_paths(paths, curvature=(1, 50))
+plt.show()
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# SGD zigzags across the valley and crawls along it: the steep direction caps its `lr`. The
+# adaptive three scale each coordinate by its own gradient size. AdaGrad's sum only grows,
+# so its steps die like $1/\sqrt t$; RMSProp's average does not.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Adam + L2 versus AdamW: who gets regularised?
+#
+# The notes: L2 inside Adam is divided by $\sqrt{\hat v}$, so weights with large gradients
+# are barely regularised. Two weights from 1, gradients alternating $\pm 10^{-3}$ and
+# $\pm 10^2$, 1,000 steps, as a fraction of the run without decay:
+
+# %% slideshow={"slide_type": "subslide"} tags=["claim-S32"]
+def after_1000_steps(optimizer_class, weight_decay):
+    signs = iter([1.0, -1.0] * 500)
+    grad = lambda p: torch.tensor([1e-3, 1e2], dtype=torch.float64) * next(signs)  # noqa: E731
+    return descend(optimizer_class, grad, [1.0, 1.0], 1000, lr=0.01, weight_decay=weight_decay)[-1]
+
+
+kept = {cls.__name__: after_1000_steps(cls, 0.1) / after_1000_steps(cls, 0.0) for cls in (Adam, AdamW)}
+check("AdamW: both weights keep (1 - lr wd)^1000", kept["AdamW"], torch.full((2,), 0.999**1000, dtype=torch.float64),
+      rel=1e-3)
+check("Adam + L2: the weight with large gradients keeps 99%", round(kept["Adam"][1].item(), 3), 0.99)
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: the six optimizers up close
+#
+# The claims behind the core's pictures, each checked: momentum's sum, the valley in closed
+# form, AdaGrad's and RMSProp's effective learning rates, Adam's bias correction step by
+# step and what happens without it, and Adam + L2 on small gradients.
+
+# %% [markdown] tags=["deeper"]
+# #### Momentum: a decaying sum, not an average
+#
+# In torch's convention (ours above), $b_t = \mu b_{t-1} + g_t$ grows under a constant
+# gradient to $g/(1-\mu) = 10g$ for $\mu = 0.9$. The averaging form
+# $b_t = \mu b_{t-1} + (1-\mu) g_t$ is the same optimizer with $\eta$ multiplied by $1-\mu$,
+# so a learning rate tuned in one convention is 10× off in the other.
+
+# %% tags=["deeper"]
+import math
+
+import numpy as np
+
+f64 = torch.float64
 mu, g_const = 0.9, 3.0
 w = torch.zeros(1, dtype=f64)
 opt = Momentum([w], lr=0.01, momentum=mu)
@@ -158,163 +244,13 @@ expected = [g_const * (1 - mu**t) / (1 - mu) for t in range(1, 201)]
 check("b_t == g (1 - mu^t) / (1 - mu), t = 1..200", torch.tensor(buffers, dtype=f64),
       torch.tensor(expected, dtype=f64), rel=1e-12)
 check("steady state b / g -> 1 / (1 - mu)", round(buffers[-1] / g_const, 6), 10.0)
+averaging = descend(Momentum, lambda p: CURVATURE * p, (-8.0, 1.5), 60, lr=0.035)
+check("averaging form with lr / (1 - mu) == sum form with lr (the valley, 60 steps)",
+      descend(Momentum, lambda p: (1 - mu) * CURVATURE * p, (-8.0, 1.5), 60, lr=0.035 / (1 - mu)),
+      averaging, rel=1e-9)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# AdaGrad and RMSProp give every coordinate its own step size, dividing by the root of a
-# running statistic of $g^2$: AdaGrad sums, $s_t = s_{t-1} + g_t^2$; RMSProp averages,
-# $s_t = \alpha\, s_{t-1} + (1-\alpha)\, g_t^2$. Both then step
-# $\theta \leftarrow \theta - \eta\, g_t / (\sqrt{s_t} + \epsilon)$. Like torch.optim they
-# also count the steps $t$, here as a Python `int` (torch.optim keeps a 4-byte tensor per
-# parameter tensor, which §7.2 counts).
-
-# %% slideshow={"slide_type": "subslide"}
-# @save lecture_utils/optim.py
-class AdaGrad(UpdateRule):
-    """s += g^2; theta -= lr * g / (sqrt(s) + eps). s only grows, so the step size only shrinks."""
-
-    def __init__(self, params, lr=1e-2, eps=1e-10, weight_decay=0.0):
-        super().__init__(params, {"lr": lr, "eps": eps, "weight_decay": weight_decay})
-
-    def update(self, p, g, state, group):
-        g = with_l2(g, p, group["weight_decay"])
-        if not state:
-            state["step"], state["sum"] = 0, torch.zeros_like(p)
-        state["step"] += 1
-        state["sum"].addcmul_(g, g)
-        p.addcdiv_(g, state["sum"].sqrt().add_(group["eps"]), value=-group["lr"])
-
-
-class RMSProp(UpdateRule):
-    """s = alpha * s + (1 - alpha) * g^2; theta -= lr * g / (sqrt(s) + eps)"""
-
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0):
-        super().__init__(params, {"lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay})
-
-    def update(self, p, g, state, group):
-        g = with_l2(g, p, group["weight_decay"])
-        if not state:
-            state["step"], state["square_avg"] = 0, torch.zeros_like(p)
-        state["step"] += 1
-        state["square_avg"].mul_(group["alpha"]).addcmul_(g, g, value=1 - group["alpha"])
-        p.addcdiv_(g, state["square_avg"].sqrt().add_(group["eps"]), value=-group["lr"])
-
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# Adam keeps moving averages of both $g$ and $g^2$, and divides each by its bias
-# correction $1 - \beta^t$ (why, further down):
-#
-# $$m_t = \beta_1 m_{t-1} + (1-\beta_1)\, g_t,\qquad v_t = \beta_2 v_{t-1} + (1-\beta_2)\, g_t^2,$$
-# $$\hat m_t = \frac{m_t}{1-\beta_1^t},\qquad \hat v_t = \frac{v_t}{1-\beta_2^t},\qquad
-# \theta \leftarrow \theta - \eta\, \frac{\hat m_t}{\sqrt{\hat v_t} + \epsilon}.$$
-#
-# AdamW first shrinks the parameters, $\theta \leftarrow \theta - \eta\lambda\,\theta$, and
-# then takes the Adam step; plain Adam adds $\lambda\theta$ to the gradient instead.
-
-# %% slideshow={"slide_type": "subslide"}
-# @save lecture_utils/optim.py
-class Adam(UpdateRule):
-    """Adam; its weight_decay is L2 folded into g (then divided by sqrt(v_hat) like the rest)."""
-
-    decoupled = False  # AdamW: weight decay outside the gradient
-
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
-        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay})
-
-    def update(self, p, g, state, group):
-        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-        if self.decoupled:
-            p.mul_(1 - lr * wd)  # AdamW: shrink theta directly, untouched by sqrt(v)
-        else:
-            g = with_l2(g, p, wd)  # Adam + L2: the decay term joins the gradient
-        if not state:
-            state["step"] = 0
-            state["exp_avg"], state["exp_avg_sq"] = torch.zeros_like(p), torch.zeros_like(p)
-        state["step"] += 1
-        t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
-        m.lerp_(g, 1 - beta1)  # m = beta1 m + (1 - beta1) g, written as torch.optim does
-        v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-        bias1, bias2 = 1 - beta1**t, 1 - beta2**t
-        # m_hat / (sqrt(v_hat) + eps), arranged as torch.optim does, so it rounds identically
-        denom = (v.sqrt() / math.sqrt(bias2)).add_(eps)
-        p.addcdiv_(m, denom, value=-lr / bias1)
-
-
-class AdamW(Adam):
-    """Adam with weight decay decoupled from the gradient: theta -= lr * wd * theta, then Adam."""
-
-    decoupled = True
-
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
-        super().__init__(params, lr, betas, eps, weight_decay)
-
-
-OPTIMIZERS = {"sgd": SGD, "momentum": Momentum, "adagrad": AdaGrad, "rmsprop": RMSProp,
-              "adam": Adam, "adamw": AdamW}
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Six optimizers on one ill-conditioned valley
-#
-# The test problem is the quadratic $f(x, y) = \tfrac12\,(x^2 + 50\,y^2)$, a valley 50
-# times steeper across ($y$) than along ($x$). Its gradient is $(x, 50y)$, so we compute it
-# exactly instead of calling autograd. Every optimizer starts at $(-8, 1.5)$ and takes 60
-# steps. The learning rates are sensible ones for each method, not tuned to a winner: SGD
-# gets $\eta = 0.035$, just under its stability limit $2/50 = 0.04$, and Momentum gets the
-# same $\eta$ with the usual $\mu = 0.9$.
-
-# %% slideshow={"slide_type": "subslide"}
-CURVATURE = torch.tensor([1.0, 50.0], dtype=f64)
-START, STEPS = (-8.0, 1.5), 60
-
-
-def f(p):
-    """The valley's loss for points p of shape (..., 2)."""
-    return 0.5 * (CURVATURE * p**2).sum(-1)
-
-
-def trajectory(cls, **hparams):
-    """The STEPS + 1 points an optimizer visits from START, as a (STEPS + 1, 2) tensor."""
-    p = torch.tensor(START, dtype=f64)
-    opt = cls([p], **hparams)
-    path = [p.clone()]
-    for _ in range(STEPS):
-        p.grad = CURVATURE * p  # the exact gradient of f
-        opt.step()
-        path.append(p.clone())
-    return torch.stack(path)
-
-
-RUNS = {"SGD": (SGD, {"lr": 0.035}), "Momentum": (Momentum, {"lr": 0.035, "momentum": 0.9}),
-        "AdaGrad": (AdaGrad, {"lr": 1.0}), "RMSProp": (RMSProp, {"lr": 0.1}),
-        "Adam": (Adam, {"lr": 0.2}), "AdamW": (AdamW, {"lr": 0.2, "weight_decay": 0.01})}
-paths = {name: trajectory(cls, **hp) for name, (cls, hp) in RUNS.items()}
-final = {name: f(path[-1]).item() for name, path in paths.items()}
-
-print(f"{'optimizer':<9} {'hyper-parameters':<30} {'f after 10':>10} {'30':>8} {'60 steps':>9}")
-for name, path in paths.items():
-    hp = ", ".join(f"{k}={v}" for k, v in RUNS[name][1].items())
-    print(f"{name:<9} {hp:<30} {f(path[10]).item():>10.3g} {f(path[30]).item():>8.3g} "
-          f"{final[name]:>9.3g}")
-
-# %% caption="Paths of the six optimizers on the valley f(x, y) = (x\u00b2 + 50 y\u00b2) / 2, all from the same start in 60 steps." slideshow={"slide_type": "subslide"}
-X, Y = np.meshgrid(np.linspace(-9, 4, 200), np.linspace(-2, 2, 200))
-fig, axes = plt.subplots(2, 3, figsize=(11, 5.5), sharex=True, sharey=True)
-for ax, (name, path) in zip(axes.flat, paths.items(), strict=True):
-    ax.contour(X, Y, 0.5 * (X**2 + 50 * Y**2), levels=np.geomspace(0.05, 150, 12), colors="0.7",
-               linewidths=0.7)
-    ax.plot(path[:, 0], path[:, 1], ".-", color="C3", lw=1, ms=3)
-    ax.plot(*START, "ko", ms=4)
-    ax.plot(0, 0, "k*", ms=8)
-    hp = ", ".join(f"{k}={v}" for k, v in RUNS[name][1].items())
-    ax.set_title(f"{name} ({hp})\nf after {STEPS} steps: {final[name]:.3g}", fontsize=12)
-axes[0, 0].set(xlim=(-9, 4), ylim=(-2, 2))
-fig.supxlabel("x")
-fig.supylabel("y")
-fig.suptitle("f(x, y) = (x² + 50 y²) / 2: same start, same number of steps", fontsize=14)
-fig.tight_layout()
-plt.show()
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# What the picture shows, checked:
+# %% [markdown] tags=["deeper"]
+# #### The valley, checked
 #
 # * **SGD** on a quadratic is solvable exactly: each coordinate is multiplied by
 #   $1 - \eta\lambda$ per step. Across the valley that factor is $1 - 0.035 \cdot 50 =
@@ -331,50 +267,52 @@ plt.show()
 #   50 × difference in curvature. AdaGrad and Adam move exactly $\eta$ per coordinate;
 #   RMSProp moves $\eta/\sqrt{1-\alpha} = 10\eta$, for a reason shown further down.
 
-# %% slideshow={"slide_type": "subslide"}
-sgd = paths["SGD"]
-lr_sgd = RUNS["SGD"][1]["lr"]
-closed_form = torch.tensor([START[0] * (1 - lr_sgd) ** STEPS, START[1] * (1 - 50 * lr_sgd) ** STEPS],
-                           dtype=f64)
-print(f"SGD after {STEPS} steps: x = {sgd[-1, 0].item():.6f}, y = {sgd[-1, 1].item():.3e}")
+# %% tags=["deeper"]
+short = {name: name.split()[0].rstrip(",") for name in paths}  # "SGD", "Momentum", ...
+f = {short[name]: 0.5 * (CURVATURE * path**2).sum(-1) for name, path in paths.items()}
+by_name = {short[name]: path for name, path in paths.items()}
+print(f"{'optimizer':<27} {'f after 10':>10} {'30':>8} {'60 steps':>9}")
+for name, fs in zip(RUNS, f.values(), strict=True):
+    print(f"{name:<27} {fs[10].item():>10.3g} {fs[30].item():>8.3g} {fs[60].item():>9.3g}")
+final = {name: fs[-1].item() for name, fs in f.items()}
+sgd, lr_sgd, steps_n = by_name["SGD"], 0.035, 60
+closed_form = torch.tensor([-8.0 * (1 - lr_sgd) ** steps_n, 1.5 * (1 - 50 * lr_sgd) ** steps_n], dtype=f64)
 check("SGD: (x_N, y_N) == (x_0 (1 - lr)^N, y_0 (1 - 50 lr)^N)", sgd[-1], closed_form, rel=1e-12)
 signs = torch.sign(sgd[:, 1])
-check("SGD: steps (of 60) at which y changes sign", int((signs[1:] == -signs[:-1]).sum()), STEPS)
-mu_run = RUNS["Momentum"][1]["momentum"]
-moduli = [np.abs(np.roots([1, -(1 + mu_run - lr_sgd * lam), mu_run])) for lam in CURVATURE.tolist()]
+check("SGD: steps (of 60) at which y changes sign", int((signs[1:] == -signs[:-1]).sum()), steps_n)
+moduli = [np.abs(np.roots([1, -(1 + mu - lr_sgd * lam), mu])) for lam in CURVATURE.tolist()]
 check("Momentum: every root has modulus sqrt(mu), along x and across y", np.concatenate(moduli),
-      np.full(4, math.sqrt(mu_run)), rel=1e-9)
+      np.full(4, math.sqrt(mu)), rel=1e-9)
 check("Momentum ends lower than SGD at the same lr", final["Momentum"] < final["SGD"], True)
-for name, scale in (("AdaGrad", 1.0), ("RMSProp", 1 / math.sqrt(1 - 0.99)), ("Adam", 1.0)):
-    move = scale * RUNS[name][1]["lr"]  # RMSProp: 1 / sqrt(1 - alpha), its default alpha 0.99
-    check(f"{name}: first step moves |dx| == |dy| == {move:g}", (paths[name][1] - paths[name][0]).abs(),
+for name, move in (("AdaGrad", 1.0), ("RMSProp", 0.1 / math.sqrt(1 - 0.99)), ("Adam", 0.2)):
+    check(f"{name}: first step moves |dx| == |dy| == {move:g}", (by_name[name][1] - by_name[name][0]).abs(),
           torch.full((2,), move, dtype=f64), rel=1e-7)
 check("with these lrs, every adaptive method ends below SGD",
       all(final[n] < final["SGD"] for n in ("AdaGrad", "RMSProp", "Adam", "AdamW")), True)
-gap = (paths["Adam"] - paths["AdamW"]).norm(dim=1).max().item()
+gap = (by_name["Adam"] - by_name["AdamW"]).norm(dim=1).max().item()
 print(f"largest distance between the Adam and AdamW paths: {gap:.2f}")
 check("AdamW's path stays within 0.3 of Adam's", gap < 0.3, True)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # Two caveats keep this picture honest. The valley is *axis-aligned*, exactly the case a
 # per-coordinate scale fixes; rotate it 45° and $\sqrt{s}$ can no longer tell the steep
 # direction from the flat one. And a 2-D quadratic has no noise, where momentum and the
 # moving averages earn most of their keep in real training. AdamW's decay,
 # $\eta\lambda = 0.002$ per step, pulls towards the origin, here also the minimum, so its
-# path stays close to Adam's; where decoupling matters is shown under Adam + L2 below.
+# path stays close to Adam's.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### AdaGrad's step size dies; RMSProp's does not
+# %% [markdown] tags=["deeper"]
+# #### AdaGrad's and RMSProp's effective learning rates in closed form
 #
 # Feed both a constant gradient $g$ and read the effective learning rate
-# $\eta / (\sqrt{s_t} + \epsilon)$ from the optimizer's own state. Both have a closed form:
+# $\eta / (\sqrt{s_t} + \epsilon)$ from the optimizer's own state:
 #
 # * AdaGrad sums: $s_t = t\,g^2$, so $\eta/\sqrt{s_t} = \eta / (|g|\sqrt t)$. It falls like
 #   $1/\sqrt t$ for ever, however long the gradient stays informative.
 # * RMSProp averages: $s_t = (1-\alpha^t)\,g^2$, so $\eta/\sqrt{s_t} = \eta /
 #   (|g|\sqrt{1-\alpha^t}) \to \eta/|g|$. The step settles instead of dying.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 G, LR, T = 2.0, 0.01, 1000
 
 
@@ -403,10 +341,9 @@ check("AdaGrad: step 100 is 1/10 of step 1", round((ada_moved[99] / ada_moved[0]
 check("RMSProp: step 1000 is within 0.01% of eta", round(rms_moved[-1].item(), 7), LR, rel=1e-4)
 print(f"after {T} steps: AdaGrad moved {ada_moved.sum().item():.4f}, "
       f"RMSProp moved {rms_moved.sum().item():.4f} (eta * T = {LR * T:g})")
-check("AdaGrad's total distance < 2 eta sqrt(T)", ada_moved.sum().item() < 2 * LR * math.sqrt(T),
-      True)
+check("AdaGrad's total distance < 2 eta sqrt(T)", ada_moved.sum().item() < 2 * LR * math.sqrt(T), True)
 
-# %% caption="Effective learning rate against step on log axes: AdaGrad's falls like 1/\u221at, RMSProp's settles at \u03b7 / |g|." slideshow={"slide_type": "subslide"}
+# %% caption="Effective learning rate against step on log axes: AdaGrad's falls like 1/\u221at, RMSProp's settles at \u03b7 / |g|." tags=["deeper"]
 fig, ax = plt.subplots(figsize=(7.0, 3.5))
 ax.loglog(t, ada_eff, label="AdaGrad: η / (|g| √t)")
 ax.loglog(t, rms_eff, label="RMSProp (α = 0.99): η / (|g| √(1 − αᵗ))")
@@ -418,33 +355,27 @@ ax.legend(frameon=False, fontsize=12, loc="lower left")
 fig.tight_layout()
 plt.show()
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # The plot shows a second thing the notes do not mention: RMSProp's *first* step is
 # $1/\sqrt{1-\alpha} = 10$ times too large. Its average starts at $s_0 = 0$, so after one
 # step it holds only $(1-\alpha) g^2 = 0.01\,g^2$ and underestimates $g^2$ a hundredfold.
 # That zero-initialisation bias is what Adam corrects.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Adam's bias correction, step by step
+# %% [markdown] tags=["deeper"]
+# #### Adam's bias correction, step by step
 #
-# Adam starts $m_0 = v_0 = 0$ as well. Under a constant gradient $m_t = (1-\beta_1^t)\,g$
-# and $v_t = (1-\beta_2^t)\,g^2$ start far too small; dividing by $1-\beta^t$ removes the
-# bias exactly, so $\hat m_t = g$ and $\hat v_t = g^2$ from the first step on. So the first
-# step moves every parameter by $\eta\, g/(|g| + \epsilon) \approx \eta \operatorname{sign}(g)$,
-# whatever the gradient's scale: four gradients from $10^{-3}$ to $10^3$ all move by $\eta$
-# (up to $\epsilon/|g| \le 10^{-5}$):
+# Under a constant gradient $m_t = (1-\beta_1^t)\,g$ and $v_t = (1-\beta_2^t)\,g^2$ start far
+# too small; dividing by $1-\beta^t$ removes the bias exactly, so $\hat m_t = g$ and
+# $\hat v_t = g^2$ from the first step on.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 beta1, beta2, lr = 0.9, 0.999, 0.01
-g = torch.tensor([1e-3, 1.0, 1e3, -50.0], dtype=f64)
 p = torch.zeros(4, dtype=f64)
 adam = Adam([p], lr=lr, betas=(beta1, beta2))
 ms, vs = [], []
-for step in range(1, 21):
+for _ in range(20):
     p.grad = g.clone()
     adam.step()
-    if step == 1:  # p started at 0, so p is the first step
-        check("first step == -lr * sign(g), for |g| from 1e-3 to 1e3", p, -lr * g.sign(), rel=1e-5)
     ms.append(adam.state[p]["exp_avg"].clone())
     vs.append(adam.state[p]["exp_avg_sq"].clone())
 t20 = torch.arange(1, 21, dtype=f64)[:, None]
@@ -458,18 +389,18 @@ check("raw m_t == (1 - beta1^t) g, t = 1..20", m, (1 - beta1**t20) * g, rel=1e-1
 check("corrected m_hat_t == g at every step", m_hat, g.expand(20, 4), rel=1e-12)
 check("corrected v_hat_t == g^2 at every step", v_hat, (g**2).expand(20, 4), rel=1e-12)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# **What happens without the correction?** The notes say it "offsets the underestimate
-# caused by the zero initialisation", which suggests that uncorrected steps would be too
-# small. Both moments are underestimated, but the step is their ratio: without correction
-# it is the corrected one times $r(t) = (1-\beta_1^t) / \sqrt{1-\beta_2^t}$,
-# and with the common $\beta_2 = 0.999$ the denominator is the smaller one: the first
-# step is $0.1/\sqrt{0.001} = 3.2\times$ too *large*, and the error peaks at about
-# $6.6\times$ around step 12. With $\beta_2 = 0.95$, common for LLMs, the first eight
-# steps are too small instead, and later ones up to 10% too large. We check $r(t)$
-# against an uncorrected Adam written out by hand, run side by side with the real one:
+# %% [markdown] tags=["deeper"]
+# **What happens without the correction?** The notes say it offsets the underestimate that
+# the zero initialisation causes early on, which is true of $m$ and of $v$, and suggests
+# that uncorrected steps would be too small. But the step is their ratio: without correction
+# it is the corrected one times $r(t) = (1-\beta_1^t) / \sqrt{1-\beta_2^t}$, and with the
+# common $\beta_2 = 0.999$ the denominator is the smaller one: the first step is
+# $0.1/\sqrt{0.001} = 3.2\times$ too *large*, and the error peaks at about $6.6\times$
+# around step 12. With $\beta_2 = 0.95$, common for LLMs, the first eight steps are too small
+# instead, and later ones up to 10% too large. We check $r(t)$ against an uncorrected Adam
+# written out by hand, run side by side with the real one:
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
 def uncorrected_over_corrected(beta1, beta2, steps, g=1.0, lr=1e-3):
     """Step of Adam without bias correction / step of Adam with it, under a constant g."""
     p = torch.zeros(1, dtype=f64)
@@ -504,7 +435,7 @@ check("beta2 = 0.95: first uncorrected step is too small", round(r[0.95][0].item
 check("beta2 = 0.95: first step that is too large", int((r[0.95] > 1).nonzero().min()) + 1, 9)
 check("beta2 = 0.95: ...by at most", round(r[0.95].max().item(), 4), 1.097, rel=1e-3)
 
-# %% caption="Ratio of Adam's uncorrected to corrected step against step for \u03b2\u2082 = 0.999 and 0.95: up to 6.6x too large early on." slideshow={"slide_type": "subslide"}
+# %% caption="Ratio of Adam's uncorrected to corrected step against step for \u03b2\u2082 = 0.999 and 0.95: up to 6.6x too large early on." tags=["deeper"]
 fig, ax = plt.subplots(figsize=(7.0, 3.5))
 for b2, ratio in r.items():
     ax.semilogx(steps_r, ratio, label=f"β₁ = 0.9, β₂ = {b2}")
@@ -515,159 +446,101 @@ ax.legend(frameon=False)
 fig.tight_layout()
 plt.show()
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Adam + L2 versus AdamW: who gets regularised?
+# %% [markdown] tags=["deeper"]
+# #### Adam + L2 the other way round: small gradients
 #
-# Plain Adam's weight decay, the L2 term $\lambda\theta$, goes through the normalisation
-# like the rest of $g$, so the decay a parameter feels is $\eta\lambda\theta / \sqrt{\hat v}$:
-# divided by that parameter's own gradient scale. AdamW applies
-# $\theta \leftarrow \theta - \eta\lambda\theta$ *outside* the normalisation, the same for
-# everyone. An experiment: two parameters start at 1, one with gradients of size $10^{-3}$,
-# the other $10^2$, with alternating signs so that the gradient alone does not move either
-# far. Each is trained for 1000 steps ($\eta = 10^{-2}$, $\lambda = 0.1$) without decay,
-# with Adam + L2 and with AdamW; dividing by the no-decay run isolates what the decay did.
+# The effect also runs the other way, which the notes do not say: for the weight with tiny
+# gradients, $\lambda\theta = 0.1$ *is* most of its gradient, and Adam normalises it into a
+# full $\eta$-sized step towards zero every step, so it is driven to zero. Adam + L2 decays
+# each weight at a rate set by its gradient scale; per step, the large-gradient weight
+# decays 100 times more slowly than under AdamW.
 
-# %% slideshow={"slide_type": "subslide"}
-SCALES = torch.tensor([1e-3, 1e2], dtype=f64)
-T_WD, LR_WD, WD = 1000, 1e-2, 0.1
-
-
-def train(cls, weight_decay):
-    p = torch.ones(2, dtype=f64)
-    opt = cls([p], lr=LR_WD, weight_decay=weight_decay)
-    for step in range(T_WD):
-        p.grad = SCALES * (1.0 if step % 2 == 0 else -1.0)
-        opt.step()
-    return p
-
-
-no_decay = train(Adam, 0.0)
-shrink = {"Adam + L2": train(Adam, WD) / no_decay, "AdamW": train(AdamW, WD) / no_decay}
-per_step = {k: 1 - s ** (1 / T_WD) for k, s in shrink.items()}
-
-print(f"{'gradient scale':>14} {'kept: Adam + L2':>16} {'AdamW':>6} {'decay/step: Adam + L2':>22} {'AdamW':>9}")
-for i, scale in enumerate(SCALES.tolist()):
-    print(f"{scale:>14g} {shrink['Adam + L2'][i].item():>16.3g} {shrink['AdamW'][i].item():>6.3g} "
-          f"{per_step['Adam + L2'][i].item():>22.2e} {per_step['AdamW'][i].item():>9.2e}")
-
-check("AdamW: both parameters keep (1 - lr * wd)^T", shrink["AdamW"],
-      torch.full((2,), (1 - LR_WD * WD) ** T_WD, dtype=f64), rel=1e-3)
-check("Adam + L2, large gradients: decay divided by |g| = 100, exp(-T lr wd / 100)",
-      round(shrink["Adam + L2"][1].item(), 4), math.exp(-T_WD * LR_WD * WD / 100), rel=1e-3)
+# %% tags=["deeper"]
+per_step = {k: 1 - s ** (1 / 1000) for k, s in kept.items()}
+check("Adam + L2, large gradients: kept exp(-T lr wd / 100)", round(kept["Adam"][1].item(), 4),
+      math.exp(-1000 * 0.01 * 0.1 / 100), rel=1e-3)
 check("Adam + L2, large gradients: 100x weaker decay per step than AdamW",
-      round((per_step["AdamW"][1] / per_step["Adam + L2"][1]).item(), 1), 100, rel=0.01)
+      round((per_step["AdamW"][1] / per_step["Adam"][1]).item(), 1), 100, rel=0.01)
 check("Adam + L2, small gradients: decayed to almost nothing (kept < 0.1%)",
-      shrink["Adam + L2"][0].item() < 1e-3, True)
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# This is the notes' point, made quantitative. The parameter with large gradients is
-# **barely regularised**: 1% decay instead of AdamW's 63%. The effect also runs the other
-# way, which the notes do not say: for the parameter with tiny gradients, $\lambda\theta
-# = 0.1$ *is* most of its gradient, and Adam normalises it into a full $\eta$-sized step
-# towards zero every step, so it is driven to zero. Adam + L2 decays each parameter at a
-# rate set by its gradient scale. AdamW decays all of them at the same rate $\eta\lambda$.
+      kept["Adam"][0].item() < 1e-3, True)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §7.2 Why AdamW eats memory
 #
-# Each state tensor has the shape of its parameter, so the state is a whole number of
-# copies of the model. `state_bytes` adds up the bytes in `optimizer.state`. We run one
-# step of each optimizer on the same small MLP, and of its torch.optim counterpart, and
-# set both beside the prediction of `lecture_utils.memory.predict_training_memory`. That
-# prediction is modelled on torch.optim: for the adaptive optimizers it adds torch's
-# 4-byte `step` tensor per parameter tensor, which ours keep as a Python int.
-
-# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - State is a whole number of copies of the parameters: 0, 1, 1, 1, 2, 2 (the printed table).
-# - The number to point at: fp32 AdamW is 16 bytes per parameter, 8 of them optimizer state.
-# - The GPU cell (foreach vs fused) is skipped on a CPU laptop: say what it shows, or run it on a GPU.
+# A state tensor has its parameter's shape, so the state is a whole number of copies of the
+# model. One step of each optimizer on a small MLP:
 
 # %%
 # @save lecture_utils/optim.py
-def state_bytes(optimizer):
-    """Bytes of every tensor the optimizer keeps in `optimizer.state`."""
+def state_bytes(optimizer):  # bytes of every tensor the optimizer keeps in `optimizer.state`
     return sum(t.numel() * t.element_size() for s in optimizer.state.values() for t in s.values()
                if isinstance(t, torch.Tensor))
 
 
-# %% slideshow={"slide_type": "subslide"}
-model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64))
+# %% slideshow={"slide_type": "subslide"} tags=["claim-S33", "claim-S4"]
+model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 64))
 params = list(model.parameters())
-n_params = sum(p.numel() for p in params)
-param_bytes = sum(tensor_bytes(p) for p in params)
-batch = torch.randn(32, 64)
-TORCH_OPTIMIZERS = {"sgd": (torch.optim.SGD, {}), "momentum": (torch.optim.SGD, {"momentum": 0.9}),
-                    "adagrad": (torch.optim.Adagrad, {}), "rmsprop": (torch.optim.RMSprop, {}),
-                    "adam": (torch.optim.Adam, {}), "adamw": (torch.optim.AdamW, {})}
-
-
-def one_step(opt):
-    opt.zero_grad(set_to_none=True)
-    model(batch).pow(2).mean().backward()
-    opt.step()
-    return state_bytes(opt)
-
-
-print(f"model: {n_params:,} parameters in {len(params)} tensors, {param_bytes:,} B")
-print(f"{'optimizer':<9} {'state per parameter':<20} {'ours':>7} {'/ params':>8} "
-      f"{'torch.optim':>11} {'predicted':>9}")
-ours, theirs, predicted = {}, {}, {}
-for name, cls in OPTIMIZERS.items():
-    opt = cls(params, lr=1e-3)
-    ours[name] = one_step(opt)
-    torch_cls, kwargs = TORCH_OPTIMIZERS[name]
-    theirs[name] = one_step(torch_cls(params, lr=1e-3, **kwargs))
-    predicted[name] = predict_training_memory(model, optimizer=name).optimizer_state
-    kept = ", ".join(k for k, v in opt.state[params[0]].items() if isinstance(v, torch.Tensor))
-    print(f"{name:<9} {kept or '(none)':<20} {ours[name]:>7,} {ours[name] / param_bytes:>8g} "
-          f"{theirs[name]:>11,} {predicted[name]:>9,}")
-
-check("ours: state bytes / parameter bytes", [ours[n] / param_bytes for n in OPTIMIZERS],
-      [0.0, 1.0, 1.0, 1.0, 2.0, 2.0])
-check("torch.optim - ours: 4 B of step per parameter tensor, adaptive optimizers only",
-      [theirs[n] - ours[n] for n in OPTIMIZERS], [0, 0, 16, 16, 16, 16])
-check("torch.optim == predict_training_memory", theirs, predicted)
+param_bytes = sum(p.numel() * p.element_size() for p in params)
+copies = {}
+for cls in TWINS:
+    optimizer = cls(params)
+    model(torch.randn(32, 64)).pow(2).mean().backward()
+    optimizer.step()
+    copies[cls.__name__] = state_bytes(optimizer) / param_bytes
+check("optimizer state, in copies of the parameters", copies,
+      {"SGD": 0, "Momentum": 1, "AdaGrad": 1, "RMSProp": 1, "Adam": 2, "AdamW": 2})
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### §1.2 The 16 bytes per parameter, rebuilt from measured tensors
-#
-# §1.2 of the notes counts 4 + 4 + 4 + 4 bytes per parameter for fp32 AdamW. Here each
-# term is a sum of real tensors after a real step: the parameters, their `.grad`, and
-# AdamW's `exp_avg` ($m$) and `exp_avg_sq` ($v$). (tests/test_optim.py does the same for
-# the other fp32 recipes of `lecture_utils.memory`.)
+# The last one is AdamW: §1.2's 4 + 4 + 4 + 4 bytes per parameter. The notes' summary: $m$
+# and $v$ (and the master weights of mixed precision) make the bytes per parameter 4× the
+# parameter's own bytes.
 
-# %% slideshow={"slide_type": "subslide"}
-adamw = AdamW(params, lr=1e-3)
-one_step(adamw)
-measured_parts = {
-    "weights": sum(tensor_bytes(p) for p in params),
-    "gradients": sum(tensor_bytes(p.grad) for p in params),
-    "adam m": sum(tensor_bytes(adamw.state[p]["exp_avg"]) for p in params),
-    "adam v": sum(tensor_bytes(adamw.state[p]["exp_avg_sq"]) for p in params),
-}
-check("fp32 AdamW, measured per part", {k: b / n_params for k, b in measured_parts.items()},
-      {k: float(b) for k, b in param_breakdown("fp32_adamw").items()})
-check("fp32 AdamW, measured total / param", sum(measured_parts.values()) / n_params,
-      float(bytes_per_param("fp32_adamw")))
+# %% slideshow={"slide_type": "subslide"} tags=["claim-S4"]
+n, grad_bytes = sum(p.numel() for p in params), sum(p.grad.numel() * p.grad.element_size() for p in params)
+ledger = {"weights": param_bytes / n, "gradients": grad_bytes / n, "m and v": state_bytes(optimizer) / n}
+check("fp32 AdamW, measured bytes per parameter", ledger, {"weights": 4, "gradients": 4, "m and v": 8})
+check("the 16 bytes per parameter over the parameter's own 4: the notes' 4x", sum(ledger.values()) / ledger["weights"], 4.0)
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: torch.optim's state, mixed precision, and the memory inside `step()`
+#
+# torch.optim keeps the same tensors plus, for the adaptive optimizers, a 4-byte `step`
+# tensor per parameter tensor (ours count steps in a Python int).
+# `lecture_utils.memory.predict_training_memory` is modelled on torch.optim
+# (tests/test_nb07_optim.py checks the two agree).
+
+# %% tags=["deeper"]
+ours, theirs = {}, {}
+print(f"{'optimizer':<9} {'state per parameter':<20} {'ours':>7} {'torch.optim':>11}")
+for cls, (torch_cls, hyper) in TWINS.items():
+    pair = (cls(params), torch_cls(params, **hyper))
+    for opt in pair:
+        model(torch.randn(32, 64)).pow(2).mean().backward()
+        opt.step()
+    name = cls.__name__
+    ours[name], theirs[name] = state_bytes(pair[0]), state_bytes(pair[1])
+    kept_names = ", ".join(k for k, v in pair[0].state[params[0]].items() if isinstance(v, torch.Tensor))
+    print(f"{name:<9} {kept_names or '(none)':<20} {ours[name]:>7,} {theirs[name]:>11,}")
+check("torch.optim - ours: 4 B of step per parameter tensor, adaptive optimizers only",
+      [theirs[n] - ours[n] for n in ours], [0, 0, 16, 16, 16, 16])
+
+# %% [markdown] tags=["deeper"]
+# In the mixed-precision recipe of §1.2 (bf16 weights 2 + bf16 gradients 2 + fp32 master
+# weights, $m$ and $v$, 4 each) the total is again 16 bytes per parameter, 4× the fp32
+# master copy but 8× the bf16 weights the model computes with; its optimizer state alone
+# (master, $m$, $v$) is 6× those weights.
+
+# %% tags=["deeper"]
+from lecture_utils.memory import bytes_per_param, param_breakdown, tensor_bytes
 
 mixed = param_breakdown("mixed_bf16_adamw")
-check("fp32 AdamW: bytes / param over the weight's bytes",
-      bytes_per_param("fp32_adamw") / param_breakdown("fp32_adamw")["weights"], 4.0)
-check("mixed bf16 AdamW: bytes / param over the bf16 weight's bytes",
-      bytes_per_param("mixed_bf16_adamw") / mixed["weights (bf16)"], 8.0)
-check("mixed bf16 AdamW: optimizer state (master + m + v) / bf16 weight",
+check("mixed bf16 AdamW: bytes / param", bytes_per_param("mixed_bf16_adamw"), 16)
+check("... over the bf16 weight's bytes", bytes_per_param("mixed_bf16_adamw") / mixed["weights (bf16)"], 8.0)
+check("... optimizer state (master + m + v) over the bf16 weight's bytes",
       (mixed["master weights"] + mixed["adam m"] + mixed["adam v"]) / mixed["weights (bf16)"], 6.0)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# So fp32 AdamW spends 8 of its 16 bytes on optimizer state, twice the parameters
-# themselves, and the mixed-precision recipe of §1.2 (2 + 2 + 4 + 4 + 4) spends 12,
-# six times its bf16 weights. The notes' summary says AdamW makes the bytes per parameter
-# "4× the parameter itself". That holds for fp32 (16 / 4). Against the bf16 weights that
-# mixed precision actually computes with, it is 8× (16 / 2). Either way, the state is the
-# largest item, and the two ways out below go after it.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### On a GPU: the memory *inside* `step()`
+# %% [markdown] tags=["deeper"]
+# #### On a GPU: the memory *inside* `step()`
 #
 # `step()` also allocates temporaries while it runs, and how many depends on the
 # implementation. torch.optim.AdamW has three: **for-loop** (`foreach=False`) updates one
@@ -679,7 +552,10 @@ check("mixed bf16 AdamW: optimizer state (master + m + v) / bf16 weight",
 # measures the peak during a second `step()` (the first allocates $m$ and $v$) on 8
 # matrices of 2048 × 2048, 134 MB of fp32 parameters.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
+from lecture_utils import cuda_only, measured
+from lecture_utils.memory import format_bytes
+
 if cuda_only(device, "the peak memory of torch.optim.AdamW's step(): for-loop, foreach, fused"):
     N_MATRICES, SIDE = 8, 2048
     # predicted temporaries, in copies of all the parameters: sqrt(v) and the denominator of
@@ -714,55 +590,77 @@ if cuda_only(device, "the peak memory of torch.optim.AdamW's step(): for-loop, f
         torch.cuda.empty_cache()
     assert peak_extra["fused"] <= peak_extra["foreach"], peak_extra
     assert peak_extra["for-loop"] < peak_extra["foreach"], peak_extra
+    measured("AdamW foreach: extra peak over the for-loop step",
+             format_bytes(peak_extra["foreach"] - peak_extra["for-loop"]), per_device=True, ref="adamw-foreach-extra")
+    measured("AdamW fused: extra peak during step()", format_bytes(peak_extra["fused"]), per_device=True,
+             ref="adamw-fused-extra")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## §7.2 Way out 1: sharding (ZeRO stages 1–3)
+# ## §7.2 The ways out: sharding and compressing the state
 #
-# With data parallelism on $G$ GPUs, every GPU normally holds all of the training state.
-# ZeRO (Rajbhandari et al., 2020) partitions it in three stages: first the optimizer
-# state, then the gradients, then the parameters themselves. `zero_bytes_per_gpu` below
-# gives the bytes per GPU, with params + grads + $K$ (optimizer state) bytes per
-# parameter. The ZeRO paper's mixed-precision Adam has bf16/fp16 parameters (2) and
-# gradients (2), and $K = 12$ for the fp32 master weights, $m$ and $v$: the notes'
-# 2 + 2 + 4 + 4 + 4 = 16 (for plain fp32 AdamW, 4 + 4 + $K$ with $K = 8$). Fractions keep
-# the arithmetic exact; the paper's Figure 1 (7.5B parameters on 64 GPUs) is the check.
+# **Sharding.** ZeRO (Rajbhandari et al., 2020) splits the state over $G$ data-parallel
+# GPUs in stages: optimizer state (1), gradients (2), parameters (3). Mixed-precision Adam:
+# 2 + 2 + 12 bytes, the notes' 16.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - ZeRO shards state, then gradients, then parameters: write 2 + 2 + K/G on the board.
-# - The figure reproduces the paper's Figure 1: 120 GB per GPU at stage 0 for 7.5B on 64 GPUs, 1.9 GB at stage 3.
-# - Run the two-process ZeRO-1 cell live: each rank holds about half the state.
+# - Write 2 + 2 + K/G on the board for stage 1; ask the room what stage 3 divides by G.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "subslide"} tags=["claim-S33"]
+from fractions import Fraction
+
+
 def zero_bytes_per_gpu(n, gpus, stage, param=2, grad=2, k=12):
-    """Training-state bytes per GPU for n parameters under ZeRO `stage` (0-3), as a Fraction."""
-    n, g = Fraction(n), Fraction(gpus)
-    return {0: (param + grad + k) * n,  # plain data parallelism: nothing partitioned
-            1: (param + grad + k / g) * n,  # the optimizer state partitioned over the G GPUs
-            2: (param + (grad + k) / g) * n,  # ... and the gradients
-            3: (param + grad + k) * n / g}[stage]  # ... and the parameters
+    # Training-state bytes per GPU for n parameters at ZeRO `stage` (0: plain data parallel):
+    # from stage 1 on the optimizer state is split over the GPUs, from 2 the gradients, at 3 the parameters.
+    split = lambda nbytes, from_stage: Fraction(nbytes, gpus) if stage >= from_stage else nbytes  # noqa: E731
+    return n * (split(k, 1) + split(grad, 2) + split(param, 3))
 
 
+check("7.5B parameters on 64 GPUs, GB per GPU at stages 0-3 (the paper's Figure 1)",
+      [round(float(zero_bytes_per_gpu(7_500_000_000, 64, s)) / 1e9, 1) for s in range(4)], [120.0, 31.4, 16.6, 1.9])
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Compressing.** 8-bit Adam (Dettmers et al., 2022) stores $m$, $v$ as 1-byte codes, one
+# fp32 scale per block of 2048. Adafactor (Shazeer & Stern, 2018) keeps one average of
+# $g^2$ per row and per column of a matrix, and no $m$. For a 2048 × 2048 matrix:
+
+# %% slideshow={"slide_type": "subslide"} tags=["claim-S33"]
+D = 2048
+matrix = torch.zeros(D, D)
+matrix.grad = torch.ones(D, D)
+adafactor = torch.optim.Adafactor([matrix])
+adafactor.step()
+print(f"state bytes per parameter: AdamW 8, 8-bit Adam {2 + 2 * 4 / 2048:.4f}, Adafactor {state_bytes(adafactor) / D**2:.4f}")
+check("Adafactor: one fp32 value per row and per column, and a 4-byte step", state_bytes(adafactor), (D + D) * 4 + 4)
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: ZeRO stage by stage, a measured stage 1, and what compression costs
+#
+# `zero_bytes_per_gpu` is exact (Fractions). Across $G$, stages 1 and 2 flatten out: each
+# GPU still holds the full bf16 parameters (and, in stage 1, the gradients), so they bottom
+# out at 4 and 2 bytes per parameter. Only stage 3 keeps falling as $1/G$, and it pays for
+# that by gathering every layer's parameters over the network before using them
+# (Lectures 7–8). For plain fp32 AdamW, pass `param=4, grad=4, k=8`.
+
+# %% tags=["deeper"]
 N_PAPER, G_PAPER = 7_500_000_000, 64
 PAPER_FIGURE_1_GB = [120, 31.4, 16.6, 1.9]
 print(f"{'7.5B params':<13}" + "".join(f"{'G = ' + str(gp):>12}" for gp in (1, 8, 64, 1024)))
 for stage in range(4):
     cells = [float(zero_bytes_per_gpu(N_PAPER, gp, stage)) / 1e9 for gp in (1, 8, 64, 1024)]
     print(f"stage {stage:<7}" + "".join(f"{c:>9.4g} GB" for c in cells))
-check("ZeRO paper, Figure 1 (7.5B on 64 GPUs, GB per GPU)",
-      [round(float(zero_bytes_per_gpu(N_PAPER, G_PAPER, s)) / 1e9, 1) for s in range(4)],
-      PAPER_FIGURE_1_GB)
 check("stage 0 is the notes' 16 bytes / param",
       zero_bytes_per_gpu(N_PAPER, 64, 0) / N_PAPER, Fraction(bytes_per_param("mixed_bf16_adamw")))
 check("stages 1 and 2 at G = 10^6: bytes / param, still above 4 and 2",
       [float(zero_bytes_per_gpu(N_PAPER, 10**6, s) / N_PAPER) for s in (1, 2)], [4.000012, 2.000014])
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# The paper's Figure 1 as a picture: the same 7.5B model on 64 GPUs, each stage's bar split
-# into what is left of the parameters, the gradients and the optimizer state on one GPU.
-# `zero_bytes_per_gpu` is linear in its three byte counts, so each part is the function
-# with the other two set to zero. The dashed line is one 80 GB H100.
+# %% [markdown] tags=["deeper"]
+# The paper's Figure 1 as a picture: each stage's bar split into what is left of the
+# parameters, the gradients and the optimizer state on one GPU. `zero_bytes_per_gpu` is
+# linear in its three byte counts, so each part is the function with the other two set to
+# zero. The dashed line is one 80 GB H100.
 
-# %% caption="Training state per GPU for 7.5B parameters on 64 GPUs at ZeRO stages 0-3, split into parameters, gradients and optimizer state, with the 80 GB line." slideshow={"slide_type": "subslide"}
+# %% caption="Training state per GPU for 7.5B parameters on 64 GPUs at ZeRO stages 0-3, split into parameters, gradients and optimizer state, with the 80 GB line." tags=["deeper"]
 PARTS = {"parameters (bf16)": {"param": 2, "grad": 0, "k": 0},
          "gradients (bf16)": {"param": 0, "grad": 2, "k": 0},
          "optimizer state (fp32 master, m, v)": {"param": 0, "grad": 0, "k": 12}}
@@ -792,14 +690,8 @@ check("stage 0 bar: parameters, gradients, optimizer state (GB)",
       [gb[0] for gb in part_gb.values()], [15.0, 15.0, 90.0])
 check("stages under the 80 GB line", [s for s in range(4) if totals_gb[s] <= H100_GB], [1, 2, 3])
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# Stages 1 and 2 flatten out as $G$ grows: each GPU still holds the full bf16 parameters
-# (and, in stage 1, the gradients), so they bottom out at 4 and 2 bytes per parameter.
-# Only stage 3 keeps falling as $1/G$, and it pays for that by gathering every layer's
-# parameters over the network before using them (Lectures 7–8).
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### One point measured: ZeRO stage 1 on two processes
+# %% [markdown] tags=["deeper"]
+# #### One point measured: ZeRO stage 1 on two processes
 #
 # `lecture_utils.optim.zero_state_bytes()` runs torch's `ZeroRedundancyOptimizer` with
 # AdamW on 2 CPU processes (gloo), for a bias-free stack of Linear layers of widths
@@ -808,7 +700,9 @@ check("stages under the 80 GB line", [s for s in range(4) if totals_gb[s] <= H10
 # tensor. Stage 1 on $G = 2$ should leave about half of it on each rank; not exactly
 # half, because whole tensors are assigned to ranks.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% tags=["deeper"]
+from lecture_utils.optim import zero_state_bytes
+
 SIZES = (256, 512, 512, 256)
 n_zero = sum(a * b for a, b in zip(SIZES[:-1], SIZES[1:], strict=True))
 n_tensors = len(SIZES) - 1
@@ -818,36 +712,19 @@ print(f"unsharded AdamW state: 8 x {n_zero:,} + 4 x {n_tensors} = {one_rank_tota
 for row in ranks:
     print(f"rank {row['rank']}: {row['params']:,} params, {row['state_bytes']:,} B "
           f"({row['state_bytes'] / one_rank_total:.4f} of the total)")
-check("each parameter lives on exactly one rank", sum(row["params"] for row in ranks), n_zero)
-check("the ranks' state adds up to the unsharded total",
-      sum(row["state_bytes"] for row in ranks), one_rank_total)
-for row in ranks:
-    check(f"rank {row['rank']}: within 1% of half", row["state_bytes"], one_rank_total / 2, rel=0.01)
+check("the ranks' state adds up to the unsharded total", sum(row["state_bytes"] for row in ranks), one_rank_total)
+check("each rank holds half of it, within 1%", [round(row["state_bytes"] / one_rank_total, 2) for row in ranks],
+      [0.5, 0.5])
 
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## §7.2 Way out 2: compressing the state (8-bit optimizers, Adafactor)
+# %% [markdown] tags=["deeper"]
+# #### Compression in more detail
 #
-# Instead of splitting the state, store less of it.
-#
-# * **8-bit Adam** (Dettmers et al., 2022) keeps $m$ and $v$ as 8-bit codes, 1 byte each,
-#   in blocks that each carry one fp32 scale (the block's absolute maximum). The paper
-#   uses blocks of 2048; later bitsandbytes releases use 256. Per parameter that is
-#   $2 + 2 \cdot 4/B$ bytes instead of 8. (bitsandbytes also keeps tensors with fewer
-#   than 4096 elements in 32-bit, which costs little in a large model.)
-# * **Adafactor** (Shazeer & Stern, 2018) keeps, for an $r \times c$ matrix, only one
-#   running average of $g^2$ per row and one per column, and rebuilds $v$ from their
-#   (normalised) outer product: $r + c$ numbers instead of $r c$, so $2d$ instead of
-#   $d^2$ for a $d \times d$ matrix. By default it keeps no first moment at all.
-#
-# Computed for one 2048 × 2048 matrix, and Adafactor measured on `torch.optim.Adafactor`
-# (bitsandbytes is not installed here, so the 8-bit rows stay arithmetic):
+# The 8-bit paper uses blocks of 2048; later bitsandbytes releases use 256, and keep
+# tensors with fewer than 4096 elements in 32-bit (which costs little in a large model).
+# Adafactor with a first moment pays 4 bytes per parameter for $m$ again. A vector (a bias)
+# has no rows and columns to factor, so Adafactor keeps its full $v$.
 
-# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Compress instead of splitting: 8-bit states cost 2 bytes per parameter, Adafactor's factored v almost 0.
-# - Run the Adafactor cell: its state for a 2048 x 2048 matrix is two vectors, (rows + cols) x 4 bytes.
-
-# %% slideshow={"slide_type": "subslide"}
-D = 2048
+# %% tags=["deeper"]
 numel = D * D
 state_rows = {
     "AdamW, fp32 m + v": 2 * numel * 4,
@@ -859,28 +736,21 @@ state_rows = {
 print(f"{'state of one 2048 x 2048 matrix':<32} {'bytes':>12} {'B / param':>10}")
 for label, b in state_rows.items():
     print(f"{label:<32} {b:>12,} {b / numel:>10.4g}")
-
-check("8-bit, blocks of 2048: bytes / param", Fraction(state_rows["8-bit Adam, blocks of 2048"], numel),
-      2 + Fraction(8, 2048))
 check("8-bit, blocks of 256: bytes / param", Fraction(state_rows["8-bit Adam, blocks of 256"], numel),
       2 + Fraction(8, 256))
 check("Adafactor / AdamW state for a d x d matrix == 1 / d",
-      Fraction(state_rows["Adafactor (factored v, no m)"], state_rows["AdamW, fp32 m + v"]),
-      Fraction(1, D))
-
-matrix, bias = torch.zeros(D, D), torch.zeros(D)
-matrix.grad, bias.grad = torch.ones(D, D), torch.ones(D)
+      Fraction(state_rows["Adafactor (factored v, no m)"], state_rows["AdamW, fp32 m + v"]), Fraction(1, D))
+bias = torch.zeros(D)
+bias.grad = torch.ones(D)
 adafactor = torch.optim.Adafactor([matrix, bias])
 adafactor.step()
 for label, tensor in (("matrix", matrix), ("bias", bias)):
     print(f"torch.optim.Adafactor, {label}: " + ", ".join(
         f"{k} {tuple(v.shape)}" for k, v in adafactor.state[tensor].items()))
-check("measured: Adafactor state of the matrix == (rows + cols) * 4 + 4-byte step",
-      sum(tensor_bytes(v) for v in adafactor.state[matrix].values()), (D + D) * 4 + 4)
 check("measured: a vector is not factored (full v + step)",
       sum(tensor_bytes(v) for v in adafactor.state[bias].values()), D * 4 + 4)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # Both are approximations, and neither is free. An 8-bit state is a lossy copy that must
 # be dequantised and requantised at every step, and factoring $v$ assumes that the
 # second moment is close to rank one. The savings are large all the same: 8 → 2 bytes per
@@ -890,105 +760,65 @@ check("measured: a vector is not factored (full v + step)",
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember
 #
-# - SGD keeps no state; momentum, AdaGrad and RMSProp one copy of the parameters; Adam
-#   and AdamW two ($m$ and $v$).
-# - Adam's bias correction fixes the zero-initialised moments; without it the first steps
-#   are mostly too large, not too small.
-# - AdamW decays every weight at the same rate $\eta\lambda$; Adam + L2 barely regularises
-#   the weights with large gradients.
-# - fp32 AdamW costs 16 bytes per parameter (4 + 4 + 4 + 4), the mixed-precision recipe
-#   also 16 (2 + 2 + 4 + 4 + 4), before activations.
-# - The ways out: shard the state across GPUs (ZeRO 1–3), or compress it (8-bit states,
-#   Adafactor's factored second moment).
-
-# %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Read the bullets; ask which optimizer keeps no state (SGD) and which two keep two copies (Adam, AdamW).
-# - The one number to leave with: 16 bytes per parameter before activations.
+# - State in copies of the parameters: SGD 0; momentum, AdaGrad, RMSProp 1; Adam(W) 2.
+# - AdamW decays every weight alike; L2 inside Adam spares large gradients.
+# - fp32 AdamW: 16 bytes per parameter, 4× the parameter.
+# - Ways out: shard the state (ZeRO) or compress it (8-bit, Adafactor).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
 #
-# Fill in the `...` in each exercise cell, then run it and the check cell below it: the check
-# says "not answered yet", right, or not right yet, without giving the answer away. Expand the
-# hidden solution cell only after you have tried.
+# Fill in the `...`, run the cell and the check under it (it says whether you are right,
+# not the answer), then expand the hidden solution.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - E7.1 is the state table times 7B: give two minutes, then run its check cell.
-# - E7.2 reuses zero_bytes_per_gpu; ask for the stage first, then the 20% held back.
+# - E7.1 scales this notebook's measurements up to 7B; E7.2 reuses zero_bytes_per_gpu. Two minutes each.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### E7.1 Optimizer state of a 7B model: momentum, AdamW, 8-bit Adam
+# ### E7.1 Optimizer state of a 7B model: AdamW and 8-bit Adam
 #
-# A model with 7 billion parameters is trained in fp32. How many GB ($10^9$ bytes) of
-# optimizer state does (a) SGD with momentum keep, (b) AdamW, (c) 8-bit Adam with blocks of
-# 2048 (treat the model as one long tensor)? Start from the copies-of-the-parameters column
-# of the state table and the 8-bit rows above; ignore torch's 4-byte `step` counters.
+# A 7B model. How many GB ($10^9$ bytes) of optimizer state does (a) fp32 AdamW keep,
+# (b) 8-bit Adam, blocks of 2048 (the model as one long tensor)?
 
 # %% tags=["exercise"]
-e7_1_momentum_gb = ...  # GB of state for SGD with momentum
 e7_1_adamw_gb = ...  # GB of state for AdamW
 e7_1_8bit_gb = ...  # GB of state for 8-bit Adam, blocks of 2048
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
-check_answer("E7.1 (a) momentum state (GB)", e7_1_momentum_gb)
-check_answer("E7.1 (b) AdamW state (GB)", e7_1_adamw_gb)
-check_answer("E7.1 (c) 8-bit Adam state (GB)", e7_1_8bit_gb)
+check_answer("E7.1 (a) AdamW state (GB)", e7_1_adamw_gb)
+check_answer("E7.1 (b) 8-bit Adam state (GB)", e7_1_8bit_gb)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
-# Answer. Momentum keeps one fp32 copy of the parameters: 4 B * 7e9 = 28 GB. AdamW keeps two
-# (m and v): 56 GB, more than the 28 GB of the weights themselves. 8-bit Adam keeps m and v as
-# 1-byte codes plus one fp32 scale per block of 2048 for each: 2 + 8/2048 B per parameter,
-# 14.03 GB, a quarter of AdamW's.
-N_7B = 7_000_000_000
-copies = {name: ours[name] / param_bytes for name in ("momentum", "adamw")}  # measured above
-e7_1_momentum_gb = copies["momentum"] * 4 * N_7B / 1e9
-e7_1_adamw_gb = copies["adamw"] * 4 * N_7B / 1e9
-e7_1_8bit_gb = state_rows["8-bit Adam, blocks of 2048"] / numel * N_7B / 1e9
-check("copies of the parameters: momentum, AdamW", (copies["momentum"], copies["adamw"]), (1.0, 2.0))
-check("8-bit Adam, blocks of 2048: GB for 7B", e7_1_8bit_gb, (2 + 8 / 2048) * 7, rel=1e-12)
-check("8-bit Adam / AdamW state", e7_1_8bit_gb / e7_1_adamw_gb, 0.2505, rel=1e-3)
-check_answer("E7.1 (a) momentum state (GB)", e7_1_momentum_gb)
-check_answer("E7.1 (b) AdamW state (GB)", e7_1_adamw_gb)
-check_answer("E7.1 (c) 8-bit Adam state (GB)", e7_1_8bit_gb)
+# Answer. AdamW keeps two fp32 copies of the parameters (m and v), 8 bytes per parameter:
+# 8 * 7e9 = 56 GB, twice the 28 GB of the weights themselves. 8-bit Adam keeps m and v as
+# 1-byte codes plus one fp32 scale per block of 2048 for each: 2 + 8/2048 bytes per
+# parameter, 14.03 GB, a quarter of AdamW's.
+e7_1_adamw_gb = copies["AdamW"] * 4 * 7e9 / 1e9
+e7_1_8bit_gb = (2 + 2 * 4 / 2048) * 7e9 / 1e9
+check_answer("E7.1 (a) AdamW state (GB)", e7_1_adamw_gb)
+check_answer("E7.1 (b) 8-bit Adam state (GB)", e7_1_8bit_gb)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E7.2 Which ZeRO stage does a 13B model need?
 #
-# You train a 13B-parameter model with mixed-precision Adam (2 + 2 + 12 bytes per
-# parameter) on 8 GPUs of 80 GB. How many GB per GPU does stage 1 need? What is the smallest
-# ZeRO stage whose training state fits? And if you hold back 20% of each GPU for activations
-# and buffers?
+# A 13B model, mixed-precision Adam (2 + 2 + 12 bytes per parameter), 8 GPUs of 80 GB. GB
+# per GPU at stage 1? The smallest stage that fits with 20% held back for activations?
 
 # %% tags=["exercise"]
 e7_2_stage1_gb = ...  # GB per GPU of training state at ZeRO stage 1
-e7_2_stage_80 = ...  # smallest stage (0-3) that fits in 80 GB
-e7_2_stage_64 = ...  # smallest stage that fits with 20% of each GPU held back
+e7_2_stage_64 = ...  # smallest stage (0-3) that fits with 20% of each GPU held back
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
 check_answer("E7.2 stage 1 per GPU (GB)", e7_2_stage1_gb)
-check_answer("E7.2 smallest stage in 80 GB", e7_2_stage_80)
 check_answer("E7.2 smallest stage in 64 GB", e7_2_stage_64)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
-# Answer. Stage 0 needs 16 * 13e9 = 208 GB per GPU: no. Stage 1 needs (4 + 12/8) * 13e9 =
-# 71.5 GB: it fits, just. With 20% held back only 64 GB is usable, and stage 1 no longer
-# fits; stage 2 needs (2 + 14/8) * 13e9 = 48.75 GB and does. Sharding the optimizer state
-# alone already removes most of the 16 bytes. Sharding the gradients as well is what makes
+# Answer. Stage 0 needs 16 * 13e9 = 208 GB per GPU. Stage 1 needs (4 + 12/8) * 13e9 =
+# 71.5 GB: it fits in 80 GB, just. With 20% held back only 64 GB is usable, and stage 1 no
+# longer fits; stage 2 needs (2 + 14/8) * 13e9 = 48.75 GB and does. Sharding the optimizer
+# state alone removes most of the 16 bytes; sharding the gradients as well is what makes
 # room for activations.
-N_13B = 13_000_000_000
-
-
-def smallest_stage(budget):
-    return next(s for s in range(4) if zero_bytes_per_gpu(N_13B, 8, s) <= budget)
-
-
-for s in range(4):
-    print(f"stage {s}: {float(zero_bytes_per_gpu(N_13B, 8, s)) / 1e9:g} GB per GPU")
-check("stage 1 needs (GB)", float(zero_bytes_per_gpu(N_13B, 8, 1)) / 1e9, 71.5)
-check("smallest stage that fits in 80 GB", smallest_stage(80e9), 1)
-check("smallest stage that fits in 64 GB (20% held back)", smallest_stage(0.8 * 80e9), 2)
-e7_2_stage1_gb = float(zero_bytes_per_gpu(N_13B, 8, 1)) / 1e9
-e7_2_stage_80, e7_2_stage_64 = smallest_stage(80e9), smallest_stage(0.8 * 80e9)
+e7_2_stage1_gb = float(zero_bytes_per_gpu(13e9, 8, 1)) / 1e9
+e7_2_stage_64 = next(s for s in range(4) if zero_bytes_per_gpu(13e9, 8, s) <= 0.8 * 80e9)
 check_answer("E7.2 stage 1 per GPU (GB)", e7_2_stage1_gb)
-check_answer("E7.2 smallest stage in 80 GB", e7_2_stage_80)
 check_answer("E7.2 smallest stage in 64 GB", e7_2_stage_64)
