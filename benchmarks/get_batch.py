@@ -40,6 +40,14 @@ def stack_version(data, batch_size, seq_len, generator):
     return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
 
 
+def plain_bound(data, batch_size, seq_len, generator):
+    """The least a batch costs, written plainly: gather the B windows of T+1 tokens (one fancy
+    index), then widen x and y into int64 (two copies). get_batch does the same work."""
+    starts = torch.randint(len(data) - seq_len, (batch_size,), generator=generator).numpy()
+    rows = np.asarray(data)[starts[:, None] + np.arange(seq_len + 1)]
+    return torch.from_numpy(rows[:, :-1].astype(np.int64)), torch.from_numpy(rows[:, 1:].astype(np.int64))
+
+
 def paired(fns: dict, rounds: int) -> dict[str, list[float]]:
     """Seconds per call of each function, one short block per function per round, interleaved
     (so a busy moment slows all of them alike)."""
@@ -57,12 +65,13 @@ def median_ratio(a: list[float], b: list[float]) -> float:
 
 
 def report_batches(data, batch: int, seq: int, rounds: int) -> tuple[float, float]:
-    g = torch.Generator().manual_seed(0)
+    g, cpu = torch.Generator().manual_seed(0), torch.device("cpu")
     xy_int64 = torch.zeros(2, batch, seq, dtype=torch.int64)
     t = paired({
         "notes' list version": lambda: get_batch_lecture(data, batch, seq, "cpu"),
         "np.stack version": lambda: stack_version(data, batch, seq, g),
-        "get_batch": lambda: get_batch(data, batch, seq, "cpu", generator=g),
+        "get_batch": lambda: get_batch(data, batch, seq, cpu, generator=g),
+        "plain bound": lambda: plain_bound(data, batch, seq, g),
         "bound, in cache": xy_int64.clone,
     }, rounds)
     nbytes = xy_int64.numel() * 8
@@ -76,6 +85,7 @@ def report_batches(data, batch: int, seq: int, rounds: int) -> tuple[float, floa
         print(f"  {name:<22} {statistics.median(seconds) * 1e6:9.1f} us/batch")
     vs_notes = median_ratio(t["notes' list version"], t["get_batch"])
     vs_bound = statistics.median(t["get_batch"]) / bound
+    vs_plain = median_ratio(t["get_batch"], t["plain bound"])
     print(f"  get_batch vs the notes' version: {vs_notes:.1f}x faster; "
           f"vs np.stack: {median_ratio(t['np.stack version'], t['get_batch']):.1f}x faster; "
           f"{vs_bound:.2f}x the memcpy bound, {median_ratio(t['get_batch'], t['bound, in cache']):.2f}x "
@@ -83,7 +93,8 @@ def report_batches(data, batch: int, seq: int, rounds: int) -> tuple[float, floa
     best = median_ratio(t["notes' list version"], t["bound, in cache"])
     print(f"  (cloning x and y's bytes alone is {best:.1f}x faster than the notes' version: "
           f"no get_batch returning them contiguous can do better)")
-    return vs_notes, vs_bound
+    print(f"  get_batch vs the plain bound (one gather, two widening copies): {vs_plain:.2f}x its time")
+    return vs_notes, vs_bound, vs_plain
 
 
 def main() -> int:
@@ -95,7 +106,7 @@ def main() -> int:
         parser.error(f"--rounds must be >= 1, got {args.rounds}")
     data = load_tokens(data_dir() / "tokens" / "train.bin")
     torch.set_num_threads(1)  # a sampler is one thread's work; a busy second core would add noise
-    vs_notes, vs_bound = report_batches(data, 64, 1024, 8 if args.quick else args.rounds)
+    vs_notes, vs_bound, vs_plain = report_batches(data, 64, 1024, 8 if args.quick else args.rounds)
     if not args.quick:
         report_batches(data, 8, 128, args.rounds)
     device = get_device()
@@ -103,6 +114,7 @@ def main() -> int:
     print()
     ok = report("get-batch-vs-notes", vs_notes, where, "x faster than the notes' version at 64 x 1024")
     ok &= report("get-batch-vs-bound", vs_bound, where, "x the copy bound at 64 x 1024")
+    ok &= report("get-batch-vs-plain", vs_plain, where, "x the plain bound's time at 64 x 1024")
     if device.type == "cuda":
         host = torch.randint(0, 8192, (64, 1024 * 64), dtype=torch.int64)
         rates = {}
