@@ -21,8 +21,6 @@ SECONDS_PER_DAY = 24 * 60 * 60
 # >>> lesson code from py_src/03_flops_and_mfu.py: edit it there, then `make export`
 @dataclass(frozen=True)
 class TrainingFlops:
-    """6ND split into its forward (2ND) and backward (4ND) parts."""
-
     forward: float
     backward: float
 
@@ -32,8 +30,7 @@ class TrainingFlops:
 
 
 def training_flops(n_params, n_tokens) -> TrainingFlops:
-    """The 6ND rule: forward 2ND (one multiply-add per parameter per token), backward
-    4ND (two matmuls per layer: one for the weight gradient, one for the input's)."""
+    """6ND: forward 2ND (a multiply-add per parameter per token), backward 4ND (§3.3)."""
     return TrainingFlops(forward=2 * n_params * n_tokens, backward=4 * n_params * n_tokens)
 
 

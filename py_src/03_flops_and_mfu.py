@@ -16,8 +16,8 @@
 # # 03 · FLOPs and MFU: what every operation costs in time
 #
 # *How long will it take?* (§1.1, §3.1–§3.4 of the notes, self-test Q4). A core path, the
-# lecture (about 17 minutes to read), then collapsed "Going deeper" sections. A `✓` line is a
-# checked claim, a `[measured]` line depends on the machine.
+# lecture (about 14 minutes to read), then collapsed "Going deeper" sections. `✓` marks a
+# checked claim.
 
 # %%
 from lecture_utils import setup; device = setup()
@@ -25,9 +25,9 @@ from lecture_utils import setup; device = setup()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §1.1 The opening estimate: how long does a 70B model take to train?
 #
-# Napkin math first: $N = 70 \times 10^9$ parameters trained on $D = 15 \times 10^{12}$
-# tokens cost about $6ND$ FLOPs (§3.3 derives it), $2ND$ forward and $4ND$ backward:
-# $6.3\times10^{24}$. `training_flops` is the rule as code; later notebooks import it.
+# $N = 70 \times 10^9$ parameters trained on $D = 15 \times 10^{12}$ tokens cost about
+# $6ND$ FLOPs: $2ND$ forward, $4ND$ backward (§3.3). `training_flops` is the rule as code;
+# later notebooks import it.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Ask the room: the H100 datasheet says 1979 TFLOP/s in bf16. Is that what we divide by?
@@ -45,8 +45,6 @@ from lecture_utils import check, check_answer, cuda_only, measured
 # @save lecture_utils/flops.py
 @dataclass(frozen=True)
 class TrainingFlops:
-    """6ND split into its forward (2ND) and backward (4ND) parts."""
-
     forward: float
     backward: float
 
@@ -56,44 +54,40 @@ class TrainingFlops:
 
 
 def training_flops(n_params, n_tokens) -> TrainingFlops:
-    """The 6ND rule: forward 2ND (one multiply-add per parameter per token), backward
-    4ND (two matmuls per layer: one for the weight gradient, one for the input's)."""
+    """6ND: forward 2ND (a multiply-add per parameter per token), backward 4ND (§3.3)."""
     return TrainingFlops(forward=2 * n_params * n_tokens, backward=4 * n_params * n_tokens)
 
 
 # %% tags=["claim-S1"]
 N, D = 70_000_000_000, 15_000_000_000_000  # integers keep the arithmetic exact
-C = training_flops(N, D)
-print(f"forward 2ND = {C.forward:.3g}, backward 4ND = {C.backward:.3g}, total 6ND = {C.total:.3g} FLOPs")
+C = training_flops(N, D)  # C.forward = 2ND, C.backward = 4ND
 check("6ND for 70B params x 15T tokens (FLOPs)", C.total, 6_300_000_000_000_000_000_000_000)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The datasheet's headline figure is the sparse one: halve it
 #
-# The H100 datasheet's **1979 TFLOP/s** (bf16) is "with sparsity": the tensor cores skip
-# zero weights of a fixed pattern and still count their multiplies. Training is dense, so
-# the notes halve it: **989.5 TFLOP/s**, the figure the hardware table's `.peak()` gives.
+# The H100 datasheet's **1979 TFLOP/s** (bf16) is "with sparsity": it counts skipped zero
+# weights as work. Training is dense: halve it, **989.5 TFLOP/s** (the hardware table's
+# `.peak()`).
 
 # %% [markdown]
 # > **The notes say** the headline figure assumes "2:1 structured sparsity" (§1.1).
 # > **In fact** NVIDIA's pattern is **2:4**: at most two nonzero values in every group of
 # > four weights (NVIDIA Technical Blog, "NVIDIA Ampere Architecture In-Depth",
-# > "Fine-grained structured sparsity"). Two of four multiplies are done: the factor 2.
+# > "Fine-grained structured sparsity"): the factor 2.
 
 # %% tags=["claim-S2"]
 from lecture_utils.hardware import lookup
 
 h100 = lookup("H100")
-row = torch.tensor([0.7, 0.0, -1.3, 0.0, 0.0, 0.2, 0.0, 0.9])  # 2:4 sparse: two zeros in every four
-done = (row != 0).float().mean().item()  # the share of multiplies the sparse tensor cores really do
-check("H100 dense bf16 peak = 1979 x that share (TFLOP/s)", 1979 * done, h100.peak("bf16") / 1e12)
+check("H100 dense bf16 peak = 1979 x 2/4, two multiplies of every four (TFLOP/s)", h100.peak("bf16") / 1e12, 1979 * 2 / 4)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### About 144 days
 #
-# No real run reaches the peak (communication, memory traffic, kernel launches, data
-# loading). The fraction of the peak doing useful model work is the **MFU** (§3.4); 0.5 is
-# already good. The notes' calculation, line for line, and the same at MFU 1:
+# No run reaches the peak (communication, memory traffic, kernel launches, data loading).
+# The fraction of it doing useful work is the **MFU** (§3.4); 0.5 is good. The notes'
+# calculation, then at MFU 1:
 
 # %% tags=["claim-S3"]
 total_flops = 6 * 70e9 * 15e12          # 6.3e24 FLOPs
@@ -108,6 +102,15 @@ check("1024 H100s at MFU 1, the peak itself (days)", round(days_ideal, 1), 72.0)
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: the sparse trap, and the estimate for other GPUs
 #
+# **The 2:4 pattern.** In a 2:4 sparse row two of every four weights are zero; the sparse
+# tensor cores do only the other two multiplies, the share that turns 1979 into 989.5:
+
+# %% tags=["deeper"]
+row = torch.tensor([0.7, 0.0, -1.3, 0.0, 0.0, 0.2, 0.0, 0.9])  # 2:4 sparse: two zeros in every four
+done = (row != 0).float().mean().item()  # the share of multiplies the sparse tensor cores really do
+check("H100 dense bf16 peak = 1979 x that share (TFLOP/s)", 1979 * done, h100.peak("bf16") / 1e12)
+
+# %% [markdown] tags=["deeper"]
 # **The trap.** Plug in the sparse 1979 by mistake and the same MFU 0.5 gives 72 days: a
 # plausible-looking number that is half the real time. The notes warn that the real time
 # is easily 2–4× the "ideal" estimate; the full 4× is exactly this pair of mistakes:
@@ -183,9 +186,9 @@ plt.show()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §3.1 Elementwise operations: cheap arithmetic, expensive traffic
 #
-# The notes' example, `y = torch.sin(x) + x * x`, does **3 FLOPs** per element (sin,
-# multiply, add). But eager PyTorch runs each op as its own kernel, which reads its inputs
-# from memory and writes its output back (fp32, bytes per element):
+# `y = torch.sin(x) + x * x` does **3 FLOPs** per element. Eager PyTorch runs each op as its
+# own kernel, which reads its inputs from memory and writes its output back (fp32, bytes
+# per element):
 #
 # | kernel | reads | writes |
 # | :--- | ---: | ---: |
@@ -193,9 +196,8 @@ plt.show()
 # | `q = x * x` | 4 | 4 |
 # | `y = s + q` | 8 | 4 |
 #
-# 28 bytes for 3 FLOPs. FLOPs per byte moved is the **arithmetic intensity**. Below the
-# chip's *ridge point*, peak FLOP/s ÷ memory bandwidth, an op is **memory-bound**: the chip
-# waits on memory, whatever its peak.
+# 28 bytes for 3 FLOPs. FLOPs per byte moved is the **arithmetic intensity**; below the
+# chip's *ridge point* (peak FLOP/s ÷ memory bandwidth) an op is **memory-bound**.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Ask the room: on an H100, does `sin(x) + x*x` wait on the arithmetic or on memory?
@@ -208,8 +210,7 @@ def sin_plus_square(x):
 intensity = Fraction(3, 4 + 4 + 4 + 4 + 8 + 4)  # FLOPs / bytes per element, eager, fp32
 ridge = h100.peak("fp32") / h100.hbm_bandwidth  # 67 TFLOP/s / 3.35 TB/s = 20 FLOP/byte
 check("sin(x) + x*x, eager: FLOPs per byte moved", intensity, Fraction(3, 28))
-check("the H100's fp32 ridge point is this many times higher: memory-bound",
-      round(ridge / intensity), 187)
+check("the H100's fp32 ridge point is this many times higher: memory-bound", round(ridge / intensity), 187)
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: the traffic, traced and timed
@@ -285,8 +286,7 @@ del x
 #
 # $$\text{FLOPs}(XW) = 2BDK.$$
 #
-# `count_flops` wraps PyTorch's `FlopCounterMode`, which reads the shapes of the matmuls
-# that actually ran: an independent oracle.
+# `count_flops` (PyTorch's `FlopCounterMode`) counts the matmuls that actually ran.
 
 # %%
 # @save lecture_utils/flops.py
@@ -304,10 +304,9 @@ check("(64x128) @ (128x32): FlopCounterMode's count == 2BDK", counted.forward, m
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **Intensity of a matmul.** An $n^3$ matmul does $2n^3$ FLOPs and moves at least $3n^2$
-# elements (read two matrices, write one): $n/6$ FLOP/byte in fp32, $n/3$ in bf16. It
-# **grows with $n$**, so a matmul is compute-bound only once $n$ is large enough to pass the
-# ridge point: 20 FLOP/byte for the H100's fp32 CUDA cores, 295 for its bf16 tensor cores.
-# Matmuls dominate the FLOPs, but not always the *time*.
+# elements: $n/6$ FLOP/byte in fp32, $n/3$ in bf16. It **grows with $n$**: a matmul is
+# compute-bound only once $n$ passes the ridge point (H100: 20 FLOP/byte in fp32, 295 in
+# bf16). Matmuls dominate the FLOPs, not always the *time*.
 
 # %% tags=["claim-S17"]
 def matmul_intensity(n, bytes_per_element):
@@ -317,8 +316,7 @@ def matmul_intensity(n, bytes_per_element):
 first_compute_bound = {dt: min(2**p for p in range(4, 14)  # n = 16 ... 8192
                                if matmul_intensity(2**p, nbytes) > h100.peak(dt) / h100.hbm_bandwidth)
                        for dt, nbytes in (("fp32", 4), ("bf16", 2))}
-check("H100: the smallest power-of-two n at which an n^3 matmul is compute-bound",
-      first_compute_bound, {"fp32": 128, "bf16": 1024})
+check("H100: the smallest power-of-two n at which an n^3 matmul is compute-bound", first_compute_bound, {"fp32": 128, "bf16": 1024})
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: the roofline
@@ -420,10 +418,9 @@ plt.show()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §3.3 A first-order estimate of training FLOPs: 6ND
 #
-# Forward, every weight does one multiply-add per token: $2N$ FLOPs per token, $2ND$ in all.
-# Backward does two matmuls of the same size for each forward one (the weight gradient and
-# the input gradient; notebook 04 opens them up): $4ND$. Total $6ND$. `count_flops` checks
-# the factor 2 on the course's `tiny` GPT (math attention: every matmul a visible `@`):
+# Forward, every weight does one multiply-add per token: $2ND$. Backward does two matmuls
+# for each forward one (weight gradient, input gradient; notebook 04): $4ND$. `count_flops`
+# checks the factor 2 on the course's `tiny` GPT:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Ask the room: which matmuls of a transformer does 6ND not see, and when do they matter?
@@ -440,11 +437,10 @@ check("backward == 2 x forward (4ND == 2 x 2ND)", counted.backward, 2 * counted.
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The attention term that 6ND leaves out
 #
-# $6ND$ counts only matmuls with weights. Attention's $QK^\top$ and $AV$ have none: $4Td$
-# FLOPs per token per layer (context $T$, width $d$). Exact over $6ND$ is $1 + 2LTd/N
-# \approx 1 + T/(6d)$ ($N \approx 12Ld^2$): small when the context is well below the width,
-# as the notes say, and linear in $T$. Kernels that skip the causal mask's zero half
-# (FlashAttention) do about half the extra. GPT-2 small (`gpu` config) at its $T = 1024$:
+# Attention's $QK^\top$ and $AV$ have no weights: $6ND$ misses their $4Td$ FLOPs per token
+# per layer, about $T/(6d)$ extra, small while the context is well below the width (the
+# notes). GPT-2 small at $T = 1024$, then with the causal mask's zero half skipped
+# (FlashAttention):
 
 # %% tags=["claim-S18"]
 from lecture_utils.flops import transformer_flops_breakdown
@@ -459,8 +455,7 @@ def over_6nd(**shape):
 
 
 gpt2_small = get_config("gpu").flops_kwargs(1024)
-check("GPT-2 small, T = 1024: exact / 6ND, and with the masked half skipped", over_6nd(**gpt2_small),
-      (1.153, 1.076))
+check("GPT-2 small, T = 1024: exact / 6ND, and with the masked half skipped", over_6nd(**gpt2_small), (1.153, 1.076))
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: the gap to 6ND exactly, fused attention, and the attention term against T
@@ -616,40 +611,34 @@ plt.show()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §3.4 FLOPs, FLOP/s and MFU
 #
-# Two words that look alike:
-#
-# | name | meaning | example |
-# | :--- | :--- | :--- |
-# | **FLOPs** | an *amount* of floating-point work | an 8192³ matmul is $2 \cdot 8192^3 \approx 1.1 \times 10^{12}$ FLOPs |
-# | **FLOP/s** | a *rate*, the speed of hardware (also written FLOPS) | an H100 does $989.5 \times 10^{12}$ bf16 FLOP/s, dense |
+# | name | meaning |
+# | :--- | :--- |
+# | **FLOPs** | an *amount* of floating-point work |
+# | **FLOP/s** | a *rate*, the speed of hardware (also written FLOPS) |
 #
 # An amount over a rate is a time. Then the notes' dense peaks (BF16 15–16× FP32), against
-# the course's hardware table, built from the datasheets.
+# the course's hardware table.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Ask the room: a job moves from fp32 to bf16 and runs 6× faster. Does its MFU go up?
 
 # %% tags=["claim-S19"]
-work = matmul_flops(8192, 8192, 8192)  # FLOPs: an amount
-check("an 8192^3 matmul at the H100's dense bf16 peak (ms)", round(work / h100.peak("bf16") * 1e3, 3), 1.111)
+work = matmul_flops(8192, 8192, 8192)  # an amount: 1.1e12 FLOPs
+check("an 8192^3 matmul at the H100's dense bf16 peak, a rate (ms)", round(work / h100.peak("bf16") * 1e3, 3), 1.111)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # > **The notes say** the table gives tensor-core peaks, FP32 included (§3.4). **In fact** the
 # > FP32 figures (19.5 and 67 TFLOP/s) are the CUDA-core rates; fp32 on the tensor cores is
 # > TF32, 156 TFLOP/s dense on the A100 and 494.5 on the H100 (NVIDIA A100 and H100 Tensor
-# > Core GPU datasheets, "TF32 Tensor Core", halved from the sparse figures). PyTorch runs fp32
-# > matmuls on the CUDA cores by default (`torch.get_float32_matmul_precision() == "highest"`).
+# > Core GPU datasheets, "TF32 Tensor Core", halved from the sparse figures). PyTorch's fp32
+# > matmuls use the CUDA cores by default (`torch.get_float32_matmul_precision() == "highest"`).
 
 # %% tags=["claim-S19"]
 peaks = {g: {dt: lookup(g).peak(dt) / 1e12 for dt in ("fp32", "tf32", "bf16")} for g in ("A100", "H100")}
-for g, p in peaks.items():
-    print(f"{lookup(g).name:<14} FP32 {p['fp32']:>5g}   TF32 {p['tf32']:>5g}   BF16 {p['bf16']:>5g} TFLOP/s")
 check("(FP32, BF16) as in the notes (TFLOP/s)", {g: (p["fp32"], p["bf16"]) for g, p in peaks.items()},
       {"A100": (19.5, 312.0), "H100": (67.0, 989.5)})
-check("BF16 / FP32, rounded", {g: round(p["bf16"] / p["fp32"], 1) for g, p in peaks.items()},
-      {"A100": 16.0, "H100": 14.8})
-check("TF32, fp32 on the tensor cores (TFLOP/s)", {g: p["tf32"] for g, p in peaks.items()},
-      {"A100": 156.0, "H100": 494.5})
+check("BF16 / FP32, rounded", {g: round(p["bf16"] / p["fp32"], 1) for g, p in peaks.items()}, {"A100": 16.0, "H100": 14.8})
+check("TF32, fp32 on the tensor cores (TFLOP/s)", {g: p["tf32"] for g, p in peaks.items()}, {"A100": 156.0, "H100": 494.5})
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### MFU: achieved over peak
@@ -657,10 +646,24 @@ check("TF32, fp32 on the tensor cores (TFLOP/s)", {g: p["tf32"] for g, p in peak
 # $$\text{MFU} = \frac{\text{achieved useful FLOP/s}}{\text{peak FLOP/s}}$$
 #
 # *Useful*: the model's own FLOPs ($6ND$), not recomputation. *Peak*: the dense peak of the
-# dtype that ran. Measured here, a 256³ fp32 matmul; `peak_flops` reads a known GPU's spec
-# sheet, and on a CPU **measures** its best matmul (a 1024³ or a 512³).
+# dtype that ran.
+#
+# **The dtype changes the denominator.** bf16 raises the peak, so the same code can report a
+# *worse* MFU while running faster. One training step on an H100, at 50 TFLOP/s in fp32,
+# then 6× faster in bf16:
 
 # %% tags=["claim-S20"]
+rates = {"fp32": 50e12, "bf16": 300e12}  # achieved FLOP/s, useful FLOPs only
+check("MFU of the same step, each against its own dtype's peak",
+      {dt: round(r / h100.peak(dt), 2) for dt, r in rates.items()}, {"fp32": 0.75, "bf16": 0.3})
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: MFU across dtypes, sizes and shapes
+#
+# **On this machine.** A 256³ fp32 matmul against the fp32 peak: `peak_flops` reads a known
+# GPU's spec sheet, and on a CPU **measures** its best matmul (a 1024³ or a 512³).
+
+# %% tags=["deeper"]
 from lecture_utils.bench import matmul_flops_per_s, peak_flops
 
 peak = peak_flops(device, "fp32")
@@ -669,21 +672,7 @@ measured(f"fp32 peak ({peak.source})", peak.flops_per_s / 1e9, "GFLOP/s", per_de
 measured("fp32 256^3 matmul, achieved", achieved / 1e9, "GFLOP/s")
 measured("MFU = achieved / peak", achieved / peak.flops_per_s)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# **The dtype changes the denominator.** bf16 raises the peak, so the same code can report a
-# *worse* MFU while running faster. A step of a 124M-parameter model on 0.5M tokens, at 50
-# TFLOP/s in fp32, then at 300 TFLOP/s in bf16, on an H100:
-
-# %% tags=["claim-S20"]
-step_flops = 6 * 124e6 * 0.5e6                 # 6ND of one step
-fp32_s, bf16_s = step_flops / 50e12, step_flops / 300e12
-check("bf16 vs fp32: speed-up, then MFU in fp32 and in bf16 (each against its own peak)",
-      (round(fp32_s / bf16_s, 9), round(step_flops / fp32_s / h100.peak("fp32"), 2),
-       round(step_flops / bf16_s / h100.peak("bf16"), 2)), (6.0, 0.75, 0.3))
-
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
-# ### Going deeper: MFU across dtypes, sizes and shapes
-#
+# %% [markdown] tags=["deeper"]
 # **A sweep.** Each dtype timed at two sizes, because small shapes lower MFU (idle cores,
 # fixed overheads weigh more); on a GPU the sweep adds TF32, the fp32 tensor-core mode. On a
 # CPU each dtype's peak is measured, and raised to any timing that beats it.
@@ -822,7 +811,7 @@ measured(f"{pair[0]} / {pair[1]} throughput (1 = no penalty)",
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember
 #
-# - Training ≈ 6ND FLOPs (2ND forward, 4ND backward); days = 6ND / (dense peak × MFU × GPUs).
+# - Training ≈ 6ND FLOPs; days = 6ND / (dense peak × MFU × GPUs).
 # - FLOPs per byte decides memory- or compute-bound: `sin(x) + x*x` 3/28, an n³ matmul n/6.
 # - 6ND leaves out attention: about T/(6d) extra, 15% for GPT-2 small at T = 1024.
 # - MFU = useful FLOP/s / the dense peak *of the dtype that ran*: say which peak.
@@ -830,8 +819,8 @@ measured(f"{pair[0]} / {pair[1]} throughput (1 = no penalty)",
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises (from the self-test)
 #
-# Fill in the `...`, run the cell and the check under it (it says whether you are right,
-# not the answer), then expand the hidden solution.
+# Fill in the `...`, run the cell and the check under it (right or not, never the answer),
+# then expand the hidden solution.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Ask the room (Q4): more or less than the 144 days at MFU 0.5, and by what factor?

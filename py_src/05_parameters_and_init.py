@@ -15,9 +15,8 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 05 · Parameters and initialisation: what the optimizer sees, and where training starts
 #
-# This notebook is the lecture's core path for §5.1 and §5.2 of the notes (about 17.5
-# minutes to read), followed in each section by collapsed "Going deeper" sections. A `✓`
-# line is a checked claim.
+# A core path, the lecture on §5.1 and §5.2 of the notes (about 14 minutes to read),
+# then collapsed "Going deeper" sections. `✓` marks a checked claim.
 
 # %%
 from lecture_utils import setup; device = setup()
@@ -25,14 +24,13 @@ from lecture_utils import setup; device = setup()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §5.1 What is a parameter?
 #
-# A trainable parameter in PyTorch is an `nn.Parameter`: a tensor that an `nn.Module`
-# registers when you assign it as an attribute. Registration opens three channels:
-# `parameters()` (what the optimizer updates), `state_dict()` (what a checkpoint saves) and
-# `.to()` (what moves to a device or changes dtype). The notes' `Linear`, verbatim:
+# An `nn.Parameter` is a tensor that an `nn.Module` registers when you assign it as an
+# attribute. Registration opens three channels: `parameters()` (trained), `state_dict()`
+# (saved) and `.to()` (moved, cast). The notes' `Linear`, verbatim:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Say: the `Parameter` assignment is all the registration there is.
-# - Ask the room, before the plain-tensor slide: what does a plain tensor attribute get?
+# - Ask the room, before the buffer slide: what does a plain tensor attribute get?
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S25"]
 import torch
@@ -54,8 +52,8 @@ layer = NotesLinear(4, 3)
 check("named_parameters() lists the assigned Parameter", [n for n, _ in layer.named_parameters()], ["weight"])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **Channel 1: `parameters()`** is what an optimizer is built from, and all it updates. One
-# SGD step moves the weight by −lr × gradient:
+# **Channel 1: `parameters()`** is all an optimizer updates. One SGD step moves the weight
+# by −lr × gradient:
 
 # %% tags=["claim-S25"]
 x = torch.randn(8, 4)
@@ -66,22 +64,17 @@ opt.step()
 check("one SGD step: W = W_before - lr * W.grad", layer.weight.detach(), before - 0.1 * layer.weight.grad, rel=1e-6, abs=1e-7)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **Channel 2: `state_dict()`** maps each registered name to its tensor: it is what a
-# checkpoint saves. Saved with `torch.save` (here into memory) and loaded into a fresh
-# model, it restores the weights exactly:
+# **Channel 2: `state_dict()`** maps each registered name to its tensor: what a checkpoint
+# saves (`torch.save`) and loads into a fresh model:
 
 # %% tags=["claim-S25"]
-import io
-
-checkpoint = io.BytesIO()  # a file in memory
-torch.save(layer.state_dict(), checkpoint)
 fresh = NotesLinear(4, 3)  # other random weights
-fresh.load_state_dict(torch.load(io.BytesIO(checkpoint.getvalue()), weights_only=True))
-check("a fresh model after load_state_dict() holds the saved weights", torch.equal(fresh.weight, layer.weight), True)
+fresh.load_state_dict(layer.state_dict())
+check("a fresh model after load_state_dict() holds the same weights", torch.equal(fresh.weight, layer.weight), True)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **Channel 3: `.to()`** converts every registered tensor in place: the module keeps its
-# `Parameter` objects and swaps their data, so the optimizer still holds the right tensor.
+# **Channel 3: `.to()`** converts every registered tensor in place: same `Parameter`
+# objects, new data, so the optimizer still holds the right tensor.
 
 # %% tags=["claim-S25"]
 layer.to(torch.float64)
@@ -89,23 +82,11 @@ check("after layer.to(torch.float64): the weight's dtype", layer.weight.dtype, t
 check("...and it is the Parameter the optimizer holds", opt.param_groups[0]["params"][0] is layer.weight, True)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### A plain tensor attribute gets none of it
+# ### Buffers: state that is not trained
 #
-# Assign an ordinary tensor instead, even one with `requires_grad=True`, and the module never
-# hears of it: the optimizer skips it, a checkpoint loses it, `.to()` leaves it behind.
-
-# %% tags=["claim-S25"]
-layer.plain = torch.randn(4, 3, requires_grad=True)  # a plain tensor attribute: not registered
-layer.to(torch.float64)
-check("layer.plain: in parameters(), in state_dict(), cast by .to(torch.float64)",
-      ("plain" in dict(layer.named_parameters()), "plain" in layer.state_dict(), layer.plain.dtype == torch.float64),
-      (False, False, False))
-
-# %% [markdown]
-# Some tensors belong to the model but must not be trained: a causal mask, RoPE's sine and
-# cosine tables, BatchNorm's running statistics. Their home is `register_buffer`, with
-# `persistent=False` for a table cheap to recompute (which channels see a buffer is
-# exercise E5.3):
+# A plain tensor attribute is never registered (Going deeper shows what that breaks).
+# Untrained state, like a causal mask, goes in `register_buffer`; `persistent=False` suits
+# a table cheap to recompute (which channels see a buffer is exercise E5.3):
 #
 # ```python
 # self.register_buffer("scale", torch.full((d_out,), 0.5))  # a fixed output scale
@@ -115,6 +96,18 @@ check("layer.plain: in parameters(), in state_dict(), cast by .to(torch.float64)
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: the channels up close, and what a forgotten registration breaks
 #
+# **A plain tensor attribute gets none of it.** Assign an ordinary tensor instead, even one
+# with `requires_grad=True`, and the module never hears of it: the optimizer skips it, a
+# checkpoint loses it, `.to()` leaves it behind.
+
+# %% tags=["deeper"]
+layer.plain = torch.randn(4, 3, requires_grad=True)  # a plain tensor attribute: not registered
+layer.to(torch.float64)
+check("layer.plain: in parameters(), in state_dict(), cast by .to(torch.float64)",
+      ("plain" in dict(layer.named_parameters()), "plain" in layer.state_dict(), layer.plain.dtype == torch.float64),
+      (False, False, False))
+
+# %% [markdown] tags=["deeper"]
 # `nn.Module.__setattr__` does the registering: a `Parameter` goes into the module's
 # `_parameters` dictionary instead of the ordinary attribute dictionary, and every channel
 # works by walking `_parameters` (and `_buffers`, and the submodules').
@@ -181,7 +174,9 @@ check("w2 unchanged by the step", torch.equal(model.w2, w2_before), True)
 # restores `w1` and silently keeps whatever `w2` the new model was initialised with:
 
 # %% tags=["deeper"]
-checkpoint = io.BytesIO()
+import io
+
+checkpoint = io.BytesIO()  # a file in memory
 torch.save(model.state_dict(), checkpoint)
 torch.manual_seed(1)
 restored = Forgetful(4, 16, 2)
@@ -232,18 +227,18 @@ check("...and the optimizer holds a stale object", opt.param_groups[0]["params"]
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §5.2 Why initialisation matters
 #
-# One output of a linear layer sums `d_in` products, `y_k = Σ_i x_i W_ik`. With independent,
-# mean-zero `x_i` and `W_ik`, the variances add:
+# One output sums `d_in` products, `y_k = Σ_i x_i W_ik`; with independent, mean-zero terms
+# the variances add:
 #
 # $$\mathrm{Var}(y) = d_\text{in} \cdot \mathrm{Var}(x) \cdot \mathrm{Var}(W).$$
 #
-# So the notes' `randn` weights, N(0, 1), multiply the std by `sqrt(d_in)` per layer: at
-# width 256 by 16, and fp32 ends near 2¹²⁸ = 16³². Two 50-layer networks on the same N(0, 1)
-# draws, the second scaled to std `1/sqrt(d_in)`, in fp32:
+# So the notes' `randn` weights multiply the std by `sqrt(d_in)` per layer (16 at width 256)
+# until fp32 overflows. Two 50-layer networks on the same N(0, 1) draws, the second scaled
+# to std `1/sqrt(d_in)`:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Write $\mathrm{Var}(y) = d_\text{in}\,\mathrm{Var}(x)\,\mathrm{Var}(W)$ on the board first.
-# - Ask the room: at width 256, after how many N(0, 1) layers does fp32 overflow? Collect guesses before running.
+# - Write $\mathrm{Var}(y) = d_\text{in}\,\mathrm{Var}(x)\,\mathrm{Var}(W)$ on the board.
+# - Ask the room: at width 256, after how many N(0, 1) layers does fp32 overflow?
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S26", "claim-S27"]
 import math
@@ -278,15 +273,13 @@ plt.show()
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The notes' truncated normal
 #
-# The notes' fix is std `1/sqrt(d_in)` ("the idea of Xavier initialisation"), drawn from a
-# normal truncated "at ±3σ" against rare huge weights:
-# `nn.init.trunc_normal_(torch.empty(input_dim, output_dim), std=1 / math.sqrt(input_dim), a=-3, b=3)`.
+# The notes' fix: std `1/sqrt(d_in)`, truncated against rare huge weights.
 #
-# > **The notes say** `a=-3, b=3` truncates the draw at ±3σ (§5.2). **In fact** `a` and `b`
-# > are absolute bounds: the PyTorch docs of `torch.nn.init.trunc_normal_` call them "the
-# > minimum cutoff value" and "the maximum cutoff value", and `torch/nn/init.py` compares the
-# > draws with them unscaled. At `d_in = 1024` the bound 3 is 96σ away, so nothing is cut.
-# > Pass `a=-3 * std, b=3 * std`, as the course's `init_weight` does:
+# > **The notes say** `trunc_normal_(..., std=1 / math.sqrt(input_dim), a=-3, b=3)` cuts
+# > the draw at ±3σ (§5.2). **In fact** `a` and `b` are absolute bounds ("the minimum cutoff
+# > value", "the maximum cutoff value" in the PyTorch docs of `torch.nn.init.trunc_normal_`;
+# > `torch/nn/init.py` compares the draws with them unscaled). At `d_in = 1024` the bound 3
+# > is 96σ away: nothing is cut. Pass `a=-3 * std, b=3 * std`, as `init_weight` does:
 
 # %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/nn.py
@@ -297,39 +290,21 @@ def init_weight(d_in, d_out, *, device=None, dtype=None):
     return nn.init.trunc_normal_(weight, std=std, a=-3 * std, b=3 * std)
 
 
-class Linear(nn.Module):
-    """y = x @ W with W of shape (d_in, d_out), no bias (torch.nn.Linear stores W.T)."""
-
-    def __init__(self, d_in, d_out, *, device=None, dtype=None):
-        super().__init__()
-        self.weight = nn.Parameter(init_weight(d_in, d_out, device=device, dtype=dtype))
-
-    def forward(self, x):
-        return x @ self.weight
-
-    def extra_repr(self):
-        return f"d_in={self.weight.shape[0]}, d_out={self.weight.shape[1]}"
-
-
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S27"]
 D = 1024
 std = 1 / math.sqrt(D)
 torch.manual_seed(0)
 w_notes = nn.init.trunc_normal_(torch.empty(D, D), std=std, a=-3, b=3)  # the notes' call
 torch.manual_seed(0)
-w_plain = torch.empty(D, D).normal_(0, std)  # a plain normal draw
-torch.manual_seed(0)
 w_cut = init_weight(D, D)  # the bounds scaled by std
-check("the notes' call == a plain normal draw, bit for bit", torch.equal(w_notes, w_plain), True)
 check("largest |w| in units of std: notes' call, init_weight",
       (round(w_notes.abs().max().item() / std, 1), round(w_cut.abs().max().item() / std, 1)), (4.8, 3.0))
 check("init_weight's std, in units of std", round(w_cut.std().item() / std, 4), 0.9866, rel=2e-3)
 
 # %% [markdown]
-# The cut also removes variance: the std of N(0, 1) cut at ±3 is 0.9866, so 50 layers of
-# `init_weight` shrink the signal by 0.9866⁵⁰ = 0.51. No explosion, and Lecture 3's
-# normalisation layers absorb a constant factor like this. `Linear` is the notes' layer with
-# `init_weight`; later notebooks import both from `lecture_utils.nn`.
+# The cut costs a little variance: std × 0.9866 (Lecture 3's normalisation absorbs it).
+# Later notebooks import `init_weight` and `Linear` (the notes' layer with it) from
+# `lecture_utils.nn`.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: every factor of the variance rule, and ReLU networks
@@ -495,6 +470,27 @@ plot_depth({label: (r, "-") for label, r in rms.items()},
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: how much a ±3σ cut removes, and what it costs
 #
+# **The course's `Linear`** is the notes' layer with `init_weight` (and `device`, `dtype`
+# arguments); later notebooks import it from `lecture_utils.nn`. The last Going deeper
+# section compares its layout with `torch.nn.Linear`'s.
+
+# %% tags=["deeper"]
+# @save lecture_utils/nn.py
+class Linear(nn.Module):
+    """y = x @ W with W of shape (d_in, d_out), no bias (torch.nn.Linear stores W.T)."""
+
+    def __init__(self, d_in, d_out, *, device=None, dtype=None):
+        super().__init__()
+        self.weight = nn.Parameter(init_weight(d_in, d_out, device=device, dtype=dtype))
+
+    def forward(self, x):
+        return x @ self.weight
+
+    def extra_repr(self):
+        return f"d_in={self.weight.shape[0]}, d_out={self.weight.shape[1]}"
+
+
+# %% [markdown] tags=["deeper"]
 # With std $1/\sqrt{d_\text{in}}$, the absolute bounds ±3 sit at $\pm 3\sqrt{d_\text{in}}$
 # standard deviations: ±3σ only when $d_\text{in} = 1$ (torch's own default, `a=-2, b=2`,
 # is absolute too).
@@ -532,11 +528,14 @@ check("...its log10", log10_tail(96), -2003.3, abs=0.1)
 # %% [markdown] tags=["deeper"]
 # So nothing is cut. This torch version draws from the normal and redraws only the values
 # outside `[a, b]`; with nothing outside, the notes' call returns *exactly* the plain normal
-# draw from the same seed (the core checked it). Its largest weight in a 1024 × 1024 matrix
-# is near 5σ, as for any million normal draws, and 0.27% of the weights lie beyond 3σ. The
-# correct call, from the same seed, redraws exactly those positions.
+# draw from the same seed. Its largest weight in a 1024 × 1024 matrix is near 5σ, as for
+# any million normal draws, and 0.27% of the weights lie beyond 3σ. The correct call, from
+# the same seed, redraws exactly those positions.
 
 # %% tags=["deeper"]
+torch.manual_seed(0)
+w_plain = torch.empty(D, D).normal_(0, std)  # a plain normal draw
+check("the notes' call == a plain normal draw, bit for bit", torch.equal(w_notes, w_plain), True)
 z_notes = w_notes / std  # in units of std (dividing by 2**-5 is exact)
 max_sigma = z_notes.abs().max().item()
 n_beyond = int((z_notes.abs() > 3).sum())
@@ -625,19 +624,17 @@ check("with mode='fan_out': std in units of 1/sqrt(d_in)", round(W_lecture.std()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember
 #
-# - `nn.Parameter` registers a tensor: it then appears in `parameters()` (trained),
-#   `state_dict()` (saved) and `.to()` (moved, cast). A plain tensor attribute gets none
-#   of the three; state that is not trained belongs in `register_buffer`.
-# - Var(y) = `d_in` · Var(x) · Var(W): N(0, 1) weights grow the activations by
-#   `sqrt(d_in)` per layer until fp32 overflows; std `1/sqrt(d_in)` keeps them near 1.
-# - `trunc_normal_`'s `a`, `b` are absolute: cut at `±3 * std`, and the std shrinks by 0.9866.
+# - `nn.Parameter` registers a tensor: `parameters()` trains it, `state_dict()` saves it,
+#   `.to()` moves and casts it. Untrained state goes in `register_buffer`.
+# - Var(y) = `d_in` · Var(x) · Var(W): N(0, 1) weights grow the activations `sqrt(d_in)`×
+#   per layer until fp32 overflows; std `1/sqrt(d_in)` keeps them near 1.
+# - `trunc_normal_`'s `a`, `b` are absolute: cut at `±3 * std` (the std shrinks by 0.9866).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
 #
-# Fill in the `...` in each exercise cell, then run it and the check cell below it: the check
-# says "not answered yet", right, or not right yet, without giving the answer away. Expand the
-# hidden solution cell only after you have tried.
+# Fill in the `...`, run the cell and the check under it (right or not, never the answer),
+# then expand the hidden solution.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Give the room two minutes for E5.1, then run its check cell live.
