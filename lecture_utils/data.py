@@ -49,14 +49,6 @@ def get_batch_simple(data, batch_size, seq_len, device, generator=None):
     return x.to(device), y.to(device)
 
 
-def get_batch_lecture(data, batch_size, seq_len, device):
-    """The notes' list-based version (§6), kept verbatim for comparison."""
-    starts = torch.randint(len(data) - seq_len - 1, (batch_size,))
-    x = torch.stack([torch.from_numpy(data[i:i + seq_len].astype(np.int64)) for i in starts])
-    y = torch.stack([torch.from_numpy(data[i + 1:i + seq_len + 1].astype(np.int64)) for i in starts])
-    return x.to(device), y.to(device)
-
-
 def window_rows(data, batch_size, seq_len, generator=None):
     """(batch_size, seq_len + 1) windows of `data` at uniform random starts, in its dtype."""
     assert 0 < seq_len < len(data), f"seq_len must be in 1..{len(data) - 1}, got {seq_len}"
@@ -89,6 +81,14 @@ def get_batch(data, batch_size, seq_len, device, generator=None):
     pin = device.type == "cuda"  # pinned host memory: the copy to the GPU runs asynchronously (§6.1)
     both = widened(x_and_y, pin).to(device, non_blocking=True)  # one int64 copy, one transfer
     return both[0], both[1]
+
+
+def get_batch_lecture(data, batch_size, seq_len, device):
+    """The notes' list-based version (§6), kept verbatim for comparison."""
+    starts = torch.randint(len(data) - seq_len - 1, (batch_size,))
+    x = torch.stack([torch.from_numpy(data[i:i + seq_len].astype(np.int64)) for i in starts])
+    y = torch.stack([torch.from_numpy(data[i + 1:i + seq_len + 1].astype(np.int64)) for i in starts])
+    return x.to(device), y.to(device)
 # <<< lesson code from py_src/06_data_loading.py
 
 

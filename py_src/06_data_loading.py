@@ -15,9 +15,9 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 06 · Data loading: tokens on disk, batches on the GPU
 #
-# This notebook is the lecture's core path for §6 and §6.1 of the notes (about 17.0 minutes
-# to read), followed in each section by collapsed "Going deeper" sections. A `✓` line is a
-# checked claim; a `[measured]` line depends on the machine.
+# The core path is the lecture for §6 and §6.1 (about 14 minutes to read); each section
+# ends in collapsed "Going deeper" sections. `✓` marks a checked claim, `[measured]` a
+# value that depends on the machine.
 
 # %%
 from lecture_utils import setup; device = setup()
@@ -25,18 +25,15 @@ from lecture_utils import setup; device = setup()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §6 Data loading: do not read it all into memory
 #
-# To a language model the training data is one long sequence of token ids, the tokenizer's
-# output (Lecture 1): for a large corpus, trillions of them, terabytes on disk. The notes
-# store the ids as **uint16** in a file and **memory-map** it: `np.memmap` maps the file into
-# the process's address space, and the operating system reads only the pages that are
-# touched. uint16 is deliberate: GPT-2's 50,257 ids fit in its 65,536 values, so an id costs
-# 2 bytes, 4× less than int64. The course's corpus is tokenized with an 8,192-id BPE into raw
-# uint16 files; `load_tokens` checks one against its JSON sidecar (dtype, length, sha256)
-# and returns the `np.memmap`:
+# The training data is one long sequence of token ids, the tokenizer's output (Lecture 1):
+# trillions of them, terabytes on disk. The notes store them as **uint16** and
+# **memory-map** the file with `np.memmap`: the operating system reads only the pages
+# touched. GPT-2's 50,257 ids fit uint16's 65,536 values: 2 bytes an id, 4× less than int64.
+# `load_tokens` maps the course's token files:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Say: 2 bytes per token on disk, 8 per token in a batch; only the batch is widened.
-# - Ask the room, before the sampler slide: how many valid window starts has a dataset of `n` tokens?
+# - Ask the room, before the sampler: how many valid window starts have `n` tokens?
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S28"]
 import numpy as np
@@ -45,19 +42,18 @@ import torch
 from lecture_utils import check, check_answer, cuda_only, measured
 from lecture_utils.data import data_dir, load_tokens
 
-train = load_tokens(data_dir() / "tokens" / "train.bin")  # np.memmap(path, dtype=np.uint16, mode="r")
-val = load_tokens(data_dir() / "tokens" / "val.bin")
+# each is np.memmap(path, dtype=np.uint16, mode="r"), checked against the file's sidecar
+train, val = (load_tokens(data_dir() / "tokens" / f"{split}.bin") for split in ("train", "val"))
 print(f"train: a {type(train).__name__} of {len(train):,} {train.dtype} ids, {train.nbytes:,} bytes")
 check("GPT-2's 50,257 ids fit uint16's 65,536 values", 50_257 <= np.iinfo(np.uint16).max + 1, True)
 check("train as int64 / as uint16 (bytes)", np.asarray(train).astype(np.int64).nbytes / train.nbytes, 4.0)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # > **The notes say** `data = np.memmap("tokens.npy", dtype=np.uint16, mode="r")` (§6).
-# > **In fact** a `.npy` file, as `np.save` writes it, starts with a header (a magic string,
-# > the dtype, the shape: NumPy's "NPY format", `numpy.lib.format`), and `np.memmap` maps
-# > the raw bytes of "a *binary* file" (its docstring) without parsing it: the header becomes
-# > the first "tokens". Map a raw file, as the course does, or open the `.npy` with
-# > `np.load(path, mmap_mode="r")`:
+# > **In fact** a `.npy` file starts with a header (magic string, dtype, shape: NumPy's "NPY
+# > format", `numpy.lib.format`), and `np.memmap` maps the raw bytes of "a *binary* file"
+# > (its docstring) without parsing them: the header becomes the first "tokens". Map a raw
+# > file, as the course does, or open the `.npy` with `np.load(path, mmap_mode="r")`:
 
 # %% tags=["claim-S28"]
 import tempfile
@@ -66,19 +62,16 @@ from pathlib import Path
 with tempfile.TemporaryDirectory() as folder:
     npy = Path(folder) / "tokens.npy"
     np.save(npy, np.array(val[:1000]))  # 1,000 real tokens
-    wrong, right = np.memmap(npy, dtype=np.uint16, mode="r"), np.load(npy, mmap_mode="r")
-    check("np.memmap on the .npy: extra 'tokens' read from its header", len(wrong) - 1000, 64)
-    check("np.load(mmap_mode='r'): a memmap of the 1,000 tokens",
-          (type(right).__name__, np.array_equal(right, val[:1000])), ("memmap", True))
+    check("np.memmap on the .npy: extra 'tokens' from its header", len(np.memmap(npy, dtype=np.uint16, mode="r")) - 1000, 64)
+    check("np.load(mmap_mode='r') maps the 1,000 tokens", np.array_equal(np.load(npy, mmap_mode="r"), val[:1000]), True)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A batch: random windows, and `y` is `x` shifted by one
 #
-# A batch is `batch_size` windows of the token stream at random starts. The targets `y` are
-# the inputs `x` shifted by one token (the model predicts each next token), so a window of
-# `seq_len` inputs needs `seq_len + 1` tokens and the valid starts are `0 .. len - seq_len - 1`.
-# The simplest correct sampler draws the starts with `torch.randint`, gathers the windows
-# with one fancy index, and widens the uint16 ids to int64 (what the loss takes as targets):
+# A batch is `batch_size` windows at random starts; the targets `y` are the inputs `x`
+# shifted by one token. A window of `seq_len` inputs needs `seq_len + 1` tokens, so the valid
+# starts are `0 .. len - seq_len - 1`. The simplest correct sampler draws the starts,
+# gathers the windows with one index, and widens them to int64 (the loss's target dtype):
 
 # %%
 # @save lecture_utils/data.py
@@ -100,27 +93,17 @@ check("y is x shifted by one token", torch.equal(x[:, 1:], y[:, :-1]), True)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # > **The notes say** `starts = torch.randint(len(data) - seq_len - 1, (batch_size,))` (§6).
 # > **In fact** `torch.randint(high, ...)` draws from 0 to `high - 1` (its docs: `high` is
-# > "one above the highest integer to be drawn"), so the notes' starts stop one short: the
-# > last valid window is never drawn, and with exactly one valid window (`len == seq_len + 1`)
-# > the call fails. The notes' version as written, on a toy dataset where token `i` sits at
-# > position `i`, so a window's first token *is* its start:
+# > "one above the highest integer to be drawn"), so the last valid window is never drawn,
+# > and with one valid window (`len == seq_len + 1`) the call fails. On a toy dataset whose
+# > token `i` sits at position `i` (a window's first token *is* its start):
 
-# %%
-# @save lecture_utils/data.py
-def get_batch_lecture(data, batch_size, seq_len, device):
-    """The notes' list-based version (§6), kept verbatim for comparison."""
-    starts = torch.randint(len(data) - seq_len - 1, (batch_size,))
-    x = torch.stack([torch.from_numpy(data[i:i + seq_len].astype(np.int64)) for i in starts])
-    y = torch.stack([torch.from_numpy(data[i + 1:i + seq_len + 1].astype(np.int64)) for i in starts])
-    return x.to(device), y.to(device)
-
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S29"]
+# %% tags=["claim-S29"]
 toy = np.arange(10, dtype=np.uint16)  # 10 tokens, seq_len 4: the valid starts are 0 .. 5
-x_notes, _ = get_batch_lecture(toy, 1000, 4, "cpu")
+notes_starts = torch.randint(len(toy) - 4 - 1, (1000,))  # the notes' range, 1,000 draws
 x_simple, _ = get_batch_simple(toy, 1000, 4, "cpu")
-check("starts the notes' version draws (1,000 windows)", sorted(set(x_notes[:, 0].tolist())), [0, 1, 2, 3, 4])
+check("starts the notes' randint draws", sorted(set(notes_starts.tolist())), [0, 1, 2, 3, 4])
 check("starts get_batch_simple draws", sorted(set(x_simple[:, 0].tolist())), [0, 1, 2, 3, 4, 5])
-err = check("the notes' version with one valid window", lambda: get_batch_lecture(toy[:5], 1, 4, "cpu"), raises=RuntimeError)
+err = check("the notes' randint with one valid window (5 tokens)", lambda: torch.randint(5 - 4 - 1, (1,)), raises=RuntimeError)
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: the course's token files, and the tokenizer that made them
@@ -476,11 +459,23 @@ check("...it is numpy's sliding_window_view", np.array_equal(
 check("...and shares val's memory (no copy)", np.shares_memory(every_window, val), True)
 
 # %% [markdown] tags=["deeper"]
-# **The notes' version draws the same windows, given the same range.** Fed the same random
-# bits, `randint(len - seq_len - 1)` and `randint(len - seq_len)` give different starts.
-# Make the ranges coincide, by handing `get_batch` the data minus its last token, and the
-# notes' sampler and `get_batch` return identical batches from the same seed: apart from the
-# range they are the same algorithm.
+# **The notes' version draws the same windows, given the same range.** Their sampler as
+# written (§6), list-based, with the core's off-by-one:
+
+# %% tags=["deeper"]
+# @save lecture_utils/data.py
+def get_batch_lecture(data, batch_size, seq_len, device):
+    """The notes' list-based version (§6), kept verbatim for comparison."""
+    starts = torch.randint(len(data) - seq_len - 1, (batch_size,))
+    x = torch.stack([torch.from_numpy(data[i:i + seq_len].astype(np.int64)) for i in starts])
+    y = torch.stack([torch.from_numpy(data[i + 1:i + seq_len + 1].astype(np.int64)) for i in starts])
+    return x.to(device), y.to(device)
+
+# %% [markdown] tags=["deeper"]
+# Fed the same random bits, `randint(len - seq_len - 1)` and `randint(len - seq_len)` give
+# different starts. Hand `get_batch` the data minus its last token, so that the ranges
+# coincide, and the two return identical batches from the same seed: apart from the range
+# they are the same algorithm.
 
 # %% tags=["deeper"]
 B, T, SEED = 8, 64, 3
@@ -557,42 +552,35 @@ measured("vectorised throughput", 64 * 1024 / t_ours / 1e6, "M tokens/s")
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §6.1 Pinned memory
 #
-# A host-to-device copy is done by the GPU's DMA (copy) engines, which read host memory by
-# physical address without the CPU. Ordinary ("pageable") memory may be moved or evicted by
-# the kernel, so the driver copies it in two steps: the CPU copies it into a pinned staging
-# buffer, then the DMA engine copies that. **Pinned** (page-locked) memory stays put, so
-# the DMA engine reads it directly, and the copy can run while the CPU moves on:
+# The GPU's copy (DMA) engine cannot read pageable memory, which the kernel may move: the
+# CPU first copies it into a pinned staging buffer. **Pinned** (page-locked) memory stays
+# put, so the DMA engine reads it directly while the CPU moves on:
 #
 # ```python
-# x = x.pin_memory()                   # copy into page-locked host memory
-# x = x.to("cuda", non_blocking=True)  # the call returns before the copy is done
+# x = x.pin_memory()                   # page-locked host memory
+# x = x.to("cuda", non_blocking=True)  # returns before the copy is done
 # ```
 #
-# While the GPU computes on this batch, the CPU prepares the next one and its copy is in
-# flight. The course's `get_batch` pins its batch on CUDA. Every pinned page is one the
-# kernel cannot reclaim: pin batch-sized buffers, never the dataset. The cell below times
-# the *call* and the *copy* of a 256 MiB `non_blocking` copy with the host clock, from
-# pageable and from pinned memory (on a CUDA GPU only):
+# So the next batch is copied while the GPU computes on this one. Pin batches, never the
+# dataset (a pinned page cannot be reclaimed). We time when a 256 MiB copy *returns* and
+# when it is *done* (CUDA only):
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Say: pageable memory costs one extra CPU copy into a staging buffer; pinned memory lets the DMA engine read it directly.
-# - On a CPU laptop the cell is skipped: say what it measures, then show docs/gpu/reference.md.
+# - Say: pageable memory costs a CPU copy into a staging buffer; pinned memory does not.
+# - On a CPU the cell is skipped: show docs/gpu/reference.md.
 
 # %% slideshow={"slide_type": "subslide"}
 import time
 
 
 def call_and_copy_seconds(dst, src):
-    """(seconds until dst.copy_(src, non_blocking=True) returns, seconds until the copy is done), best of 5."""
-    calls, copies = [], []
-    for _ in range(5):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        dst.copy_(src, non_blocking=True)  # the notes' x.to("cuda", non_blocking=True)
-        calls.append(time.perf_counter() - start)
-        torch.cuda.synchronize()
-        copies.append(time.perf_counter() - start)
-    return min(calls), min(copies)
+    """(seconds until dst.copy_(src, non_blocking=True) returns, seconds until the copy is done)."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    dst.copy_(src, non_blocking=True)  # the notes' x.to("cuda", non_blocking=True)
+    call = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return call, time.perf_counter() - start
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S30"]
 COPY_BYTES = 256 * 2**20
@@ -600,25 +588,23 @@ if cuda_only(device, "timing when a non_blocking copy returns"):
     pageable = torch.ones(COPY_BYTES // 4)  # float32 in ordinary host memory
     pinned = pageable.pin_memory()  # the notes' x.pin_memory()
     on_gpu = torch.empty_like(pageable, device=device)
-    assert pinned.is_pinned() and not pageable.is_pinned()
-    call, copy = call_and_copy_seconds(on_gpu, pageable)
+    call, copy = min(call_and_copy_seconds(on_gpu, pageable) for _ in range(5))  # best of 5, by the call
     measured("non_blocking from pageable: the call returns after", call * 1e3, "ms", per_device=True)
     measured("non_blocking from pageable: call / copy", call / copy, per_device=True)
-    call, copy = call_and_copy_seconds(on_gpu, pinned)
-    measured("non_blocking from pinned: the call returns after", call * 1e3, "ms", per_device=True,
-             ref="non-blocking-pinned")
+    call, copy = min(call_and_copy_seconds(on_gpu, pinned) for _ in range(5))
+    measured("non_blocking from pinned: the call returns after", call * 1e3, "ms", per_device=True, ref="non-blocking-pinned")
     measured("non_blocking from pinned: call / copy", call / copy, per_device=True)
     assert torch.equal(on_gpu[:4].cpu(), pinned[:4])  # the copy arrived
 
 # %% [markdown]
-# From pinned memory the call returns at once and the copy finishes later; from pageable
-# memory the call returns only when nearly the whole copy is done, `non_blocking` or not.
-# Published figures and the GPU check's measurements: docs/gpu/reference.md
-# (`non-blocking-pinned`).
+# From pinned memory the call returns at once; from pageable memory only when nearly the
+# whole copy is done, `non_blocking` or not (docs/gpu/reference.md, `non-blocking-pinned`).
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: copy bandwidth, streams, and a prefetcher
 #
+# The copy engines read host memory by physical address, without the CPU; that is why the
+# kernel must not move a page they read. The course's `get_batch` pins its batch on CUDA.
 # These cells need a CUDA GPU; elsewhere each prints one line saying so. The first times a
 # blocking 256 MiB copy to the GPU from pageable and from pinned memory (published H100
 # figures and the benchmark's target: docs/gpu/reference.md, `h2d-pinned`):
@@ -882,11 +868,11 @@ check("temporary folder removed", not TMP.exists(), True)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember
 #
-# - Store token ids as uint16 (2 bytes each; GPT-2's 50,257 ids fit) and memory-map the
-#   file: only the pages a batch touches are read. `np.memmap` wants a raw file, not a `.npy`.
+# - Token ids as uint16 (2 bytes; GPT-2's 50,257 ids fit), memory-mapped: a batch reads
+#   only the pages it touches. `np.memmap` wants a raw file, not a `.npy`.
 # - A batch is windows of `seq_len + 1` tokens at random starts `0 .. len - seq_len - 1`;
-#   `y` is `x` shifted by one. Widen each batch, not the dataset, to int64.
-# - Pinned host memory and `non_blocking=True` let the host-to-device copy overlap compute.
+#   `y` is `x` shifted by one. Widen the batch, not the dataset, to int64.
+# - Pinned host memory and `non_blocking=True` let the copy to the GPU overlap compute.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Read the bullets; the two numbers: 2 bytes per token on disk, 8 per token in a batch.
@@ -895,10 +881,9 @@ check("temporary folder removed", not TMP.exists(), True)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
 #
-# The notes' self-test has no question on data loading; here are two of our own. Fill in the
-# `...` in each exercise cell, then run it and the check cell below it: the check says "not
-# answered yet", right, or not right yet, without giving the answer away. Expand the hidden
-# solution cell only after you have tried.
+# The notes' self-test has no question on data loading; here are two of our own. Fill in
+# the `...`, run the cell and the check under it (it says whether you are right, not the
+# answer), then expand the hidden solution.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - E6.1 is dtype arithmetic for 15T tokens; E6.2 follows one batch from disk pages to GPU bytes.
