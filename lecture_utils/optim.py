@@ -1,5 +1,6 @@
 """The six optimizers of §7.1 (SGD, Momentum, AdaGrad, RMSProp, Adam, AdamW), ``OPTIMIZERS``,
-``state_bytes`` and a measured ZeRO stage 1 (``zero_state_bytes``).
+``state_bytes``, ``descend`` (the points an optimizer visits) and a measured ZeRO stage 1
+(``zero_state_bytes``).
 
 The optimizers are lesson code: they are written, and explained, in
 py_src/07_optimizers.py (one line per term of the notes' formulas), and the region below is
@@ -13,13 +14,12 @@ from __future__ import annotations
 import sys
 
 import torch
-from torch.optim import Optimizer
 
 from lecture_utils import validate
 
 
 # >>> lesson code from py_src/07_optimizers.py: edit it there, then `make export`
-class UpdateRule(Optimizer):
+class UpdateRule(torch.optim.Optimizer):
     # What the six share: each parameter with a gradient gets `update`, with its own `state`
     # and its group's hyper-parameters by name (lr=..., weight_decay=...; **_ takes the rest).
     @torch.no_grad()  # an update is not part of any graph
@@ -112,6 +112,25 @@ def state_bytes(optimizer):  # bytes of every tensor the optimizer keeps in `opt
 # The six by the names lecture_utils.memory and the trainer's --optimizer use.
 OPTIMIZERS = {"sgd": SGD, "momentum": Momentum, "adagrad": AdaGrad, "rmsprop": RMSProp,
               "adam": Adam, "adamw": AdamW}
+
+
+def descend(optimizer_class, grad, start, steps, **hyper):
+    """The points an optimizer visits from ``start`` when the gradient at theta is ``grad(theta)``.
+
+    ``optimizer_class([theta], **hyper)`` builds the optimizer (ours or torch.optim's) over
+    one float64 tensor ``theta``, which starts at ``start``; each of the ``steps`` steps sets
+    ``theta.grad = grad(theta)`` and calls ``step()``. Returns a tensor of shape
+    ``(steps + 1, *theta.shape)``: the start, then the point after each step. Notebook 07 runs
+    its optimizers with it (the checks against torch.optim, Adam + L2, the valley).
+    """
+    theta = torch.tensor(start, dtype=torch.float64)
+    optimizer = optimizer_class([theta], **hyper)
+    path = [theta.clone()]
+    for _ in range(steps):
+        theta.grad = grad(theta)
+        optimizer.step()
+        path.append(theta.clone())
+    return torch.stack(path)
 
 
 # --- ZeRO stage 1, measured: two CPU processes ---------------------------------------

@@ -15,8 +15,7 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 07 · Optimizers: update rules, and the memory they cost
 #
-# §7.1–§7.2: six optimizers from SGD to AdamW, the state each keeps, and the ways out. The
-# core path is the lecture (about 18 minutes of reading); each section ends in a
+# The lecture's core path for §7.1–§7.2 (about 14 minutes to read); each section ends in a
 # collapsed "Going deeper" part. A `✓` line is an assertion.
 
 # %%
@@ -26,23 +25,22 @@ from lecture_utils import setup; device = setup()
 # ## §7.1 From SGD to AdamW
 #
 # $g$ is the gradient, $\eta$ (`lr`) the learning rate, $\theta$ the parameters. Each
-# optimizer's `update` writes the notes' formulas, one line per term, with torch.optim's
-# names (its `weight_decay` is L2: $\lambda\theta$ added to $g$). `# @save` cells go into
-# `lecture_utils.optim`.
+# `update` writes the notes' formulas, one line per term, with torch.optim's names
+# (`weight_decay` is L2: $\lambda\theta$ added to $g$).
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Say: one `update` per optimizer, one line per term of the notes' formulas.
-# - Ask the room: which of the six keep no state, and which keep two tensors per parameter?
+# - Ask the room: which of the six keep no state, which two tensors per parameter?
 
 # %%
 import torch
-from torch.optim import Optimizer
 
 from lecture_utils import check, check_answer
+from lecture_utils.optim import descend  # descend(optimizer_class, grad, start, steps, **hyper): the points visited
 
 # %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/optim.py
-class UpdateRule(Optimizer):
+class UpdateRule(torch.optim.Optimizer):
     # What the six share: each parameter with a gradient gets `update`, with its own `state`
     # and its group's hyper-parameters by name (lr=..., weight_decay=...; **_ takes the rest).
     @torch.no_grad()  # an update is not part of any graph
@@ -136,42 +134,48 @@ class AdamW(Adam):
         p *= 1 - lr * weight_decay  # theta <- theta - lr lambda theta, outside the gradient
         super().update(p, g, state, lr=lr, weight_decay=0.0, **hyper)  # then Adam, without L2
 
-# %% slideshow={"slide_type": "subslide"}
-def descend(optimizer_class, grad, start, steps, **hyper):
-    # The points an optimizer visits from `start` when the gradient at theta is grad(theta).
-    theta = torch.tensor(start, dtype=torch.float64)
-    optimizer = optimizer_class([theta], **hyper)
-    path = [theta.clone()]
-    for _ in range(steps):
-        theta.grad = grad(theta)
-        optimizer.step()
-        path.append(theta.clone())
-    return torch.stack(path)
-
-
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S31"]
 # Ours against torch.optim, 100 steps of a least-squares fit (tests/test_optim.py: 1,000 steps
-# of a small network, with L2 and other betas too)
+# of a small network, with L2 and other betas too). descend (lecture_utils.optim) runs an
+# optimizer from `start` with the gradient grad(theta) and returns every point it visits.
 A = torch.randn(32, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
 fit = (lambda theta: A.T @ (A @ theta - 1), [0.0] * 16, 100)  # the gradient of |A theta - 1|^2 / 2
-TWINS = {SGD: (torch.optim.SGD, {}), Momentum: (torch.optim.SGD, {"momentum": 0.9}),
-         AdaGrad: (torch.optim.Adagrad, {}), RMSProp: (torch.optim.RMSprop, {}),
-         Adam: (torch.optim.Adam, {}), AdamW: (torch.optim.AdamW, {})}
+TWINS = {SGD: (torch.optim.SGD, {}), Momentum: (torch.optim.SGD, {"momentum": 0.9}), AdaGrad: (torch.optim.Adagrad, {}),
+         RMSProp: (torch.optim.RMSprop, {}), Adam: (torch.optim.Adam, {}), AdamW: (torch.optim.AdamW, {})}
 for ours, (theirs, hyper) in TWINS.items():
     check(f"{ours.__name__} takes torch.optim.{theirs.__name__}'s 100 steps{' (momentum 0.9)' * bool(hyper)}",
           descend(ours, *fit, lr=0.01, **hyper), descend(theirs, *fit, lr=0.01, **hyper), rel=1e-9)
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S31"]
-# Adam's bias correction: its first step is -lr sign(g), whatever the size of g
-g = torch.tensor([1e-3, 1.0, 1e3, -50.0], dtype=torch.float64)
-check("Adam's first step is -lr sign(g), for |g| from 1e-3 to 1e3", descend(Adam, lambda p: g, [0.0] * 4, 1, lr=0.01)[1],
-      -0.01 * g.sign(), rel=1e-5)
-
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Six optimizers on one valley
+# ### Adam + L2 versus AdamW: who gets regularised?
+#
+# The notes: L2 inside Adam is divided by $\sqrt{\hat v}$, so weights with large gradients
+# are barely regularised. Two weights from 1, gradients alternating $\pm 10^{-3}$ and
+# $\pm 10^2$, 1,000 steps; each as a fraction of the run without decay:
+
+# %% slideshow={"slide_type": "subslide"} tags=["claim-S32"]
+def after_1000_steps(optimizer_class, weight_decay):
+    grads = iter(torch.tensor([1e-3, 1e2], dtype=torch.float64) * sign for sign in [1.0, -1.0] * 500)
+    return descend(optimizer_class, lambda p: next(grads), [1.0, 1.0], 1000, lr=0.01, weight_decay=weight_decay)[-1]
+
+
+kept = {cls.__name__: after_1000_steps(cls, 0.1) / after_1000_steps(cls, 0.0) for cls in (Adam, AdamW)}
+check("AdamW: both weights keep (1 - lr wd)^1000", kept["AdamW"], torch.full_like(kept["AdamW"], 0.999**1000), rel=1e-3)
+check("Adam + L2: the weight with large gradients keeps 99%", round(kept["Adam"][1].item(), 3), 0.99)
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ### Going deeper: the six optimizers up close
+#
+# Six optimizers on one valley, then the claims behind the picture, each checked:
+# momentum's sum, the valley in closed form, AdaGrad's and RMSProp's effective learning
+# rates, Adam's bias correction step by step and what happens without it, and Adam + L2 on
+# small gradients.
+
+# %% [markdown] tags=["deeper"]
+# #### Six optimizers on one valley
 #
 # A valley 50 times steeper across than along; its gradient is $(x, 50y)$:
 
-# %%
+# %% tags=["deeper"]
 import matplotlib.pyplot as plt
 
 from lecture_utils.plots import plot_optimizer_paths
@@ -181,40 +185,14 @@ RUNS = {"SGD, lr 0.035": (SGD, 0.035), "Momentum 0.9, lr 0.035": (Momentum, 0.03
         "RMSProp, lr 0.1": (RMSProp, 0.1), "Adam, lr 0.2": (Adam, 0.2), "AdamW, lr 0.2, wd 0.01": (AdamW, 0.2)}
 paths = {name: descend(cls, lambda p: CURVATURE * p, (-8.0, 1.5), 60, lr=lr) for name, (cls, lr) in RUNS.items()}
 
-# %% caption="Paths of the six optimizers on the valley f(x, y) = (x\u00b2 + 50 y\u00b2) / 2, all from the same start in 60 steps." slideshow={"slide_type": "subslide"}
+# %% caption="Paths of the six optimizers on the valley f(x, y) = (x\u00b2 + 50 y\u00b2) / 2, all from the same start in 60 steps." tags=["deeper"]
 plot_optimizer_paths(paths, curvature=(1, 50))
 plt.show()
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # SGD zigzags across the valley and crawls along it: the steep direction caps its `lr`. The
 # adaptive three scale each coordinate by its own gradient size. AdaGrad's sum only grows,
 # so its steps die like $1/\sqrt t$; RMSProp's average does not.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Adam + L2 versus AdamW: who gets regularised?
-#
-# The notes: L2 inside Adam is divided by $\sqrt{\hat v}$, so weights with large gradients
-# are barely regularised. Two weights from 1, gradients alternating $\pm 10^{-3}$ and
-# $\pm 10^2$, 1,000 steps, as a fraction of the run without decay:
-
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S32"]
-def after_1000_steps(optimizer_class, weight_decay):
-    signs = iter([1.0, -1.0] * 500)
-    grad = lambda p: torch.tensor([1e-3, 1e2], dtype=torch.float64) * next(signs)  # noqa: E731
-    return descend(optimizer_class, grad, [1.0, 1.0], 1000, lr=0.01, weight_decay=weight_decay)[-1]
-
-
-kept = {cls.__name__: after_1000_steps(cls, 0.1) / after_1000_steps(cls, 0.0) for cls in (Adam, AdamW)}
-check("AdamW: both weights keep (1 - lr wd)^1000", kept["AdamW"], torch.full((2,), 0.999**1000, dtype=torch.float64),
-      rel=1e-3)
-check("Adam + L2: the weight with large gradients keeps 99%", round(kept["Adam"][1].item(), 3), 0.99)
-
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
-# ### Going deeper: the six optimizers up close
-#
-# The claims behind the core's pictures, each checked: momentum's sum, the valley in closed
-# form, AdaGrad's and RMSProp's effective learning rates, Adam's bias correction step by
-# step and what happens without it, and Adam + L2 on small gradients.
 
 # %% [markdown] tags=["deeper"]
 # #### Momentum: a decaying sum, not an average
@@ -366,7 +344,13 @@ plt.show()
 #
 # Under a constant gradient $m_t = (1-\beta_1^t)\,g$ and $v_t = (1-\beta_2^t)\,g^2$ start far
 # too small; dividing by $1-\beta^t$ removes the bias exactly, so $\hat m_t = g$ and
-# $\hat v_t = g^2$ from the first step on.
+# $\hat v_t = g^2$ from the first step on. So Adam's first step is $-\eta\,\mathrm{sign}(g)$,
+# whatever the size of $g$:
+
+# %% tags=["deeper"]
+g = torch.tensor([1e-3, 1.0, 1e3, -50.0], dtype=torch.float64)
+check("Adam's first step is -lr sign(g), for |g| from 1e-3 to 1e3", descend(Adam, lambda p: g, [0.0] * 4, 1, lr=0.01)[1],
+      -0.01 * g.sign(), rel=1e-5)
 
 # %% tags=["deeper"]
 beta1, beta2, lr = 0.9, 0.999, 0.01
@@ -468,7 +452,8 @@ check("Adam + L2, small gradients: decayed to almost nothing (kept < 0.1%)",
 # ## §7.2 Why AdamW eats memory
 #
 # A state tensor has its parameter's shape, so the state is a whole number of copies of the
-# model. One step of each optimizer on a small MLP:
+# model. One step of each optimizer on a small MLP, then AdamW's ledger (§1.2: 4 + 4 + 4 + 4
+# bytes per parameter, 4× the parameter's own):
 
 # %%
 # @save lecture_utils/optim.py
@@ -480,24 +465,17 @@ def state_bytes(optimizer):  # bytes of every tensor the optimizer keeps in `opt
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S33", "claim-S4"]
 model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 64))
 params = list(model.parameters())
-param_bytes = sum(p.numel() * p.element_size() for p in params)
+model(torch.randn(32, 64)).pow(2).mean().backward()  # gradients, then one step of each optimizer
+n, param_bytes = sum(p.numel() for p in params), sum(p.nbytes for p in params)
 copies = {}
 for cls in TWINS:
     optimizer = cls(params)
-    model(torch.randn(32, 64)).pow(2).mean().backward()
     optimizer.step()
     copies[cls.__name__] = state_bytes(optimizer) / param_bytes
-check("optimizer state, in copies of the parameters", copies,
-      {"SGD": 0, "Momentum": 1, "AdaGrad": 1, "RMSProp": 1, "Adam": 2, "AdamW": 2})
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# The last one is AdamW: §1.2's 4 + 4 + 4 + 4 bytes per parameter. The notes' summary: $m$
-# and $v$ (and the master weights of mixed precision) make the bytes per parameter 4× the
-# parameter's own bytes.
+check("optimizer state, in copies of the parameters", copies, dict(SGD=0, Momentum=1, AdaGrad=1, RMSProp=1, Adam=2, AdamW=2))
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S4"]
-n, grad_bytes = sum(p.numel() for p in params), sum(p.grad.numel() * p.grad.element_size() for p in params)
-ledger = {"weights": param_bytes / n, "gradients": grad_bytes / n, "m and v": state_bytes(optimizer) / n}
+ledger = {"weights": param_bytes / n, "gradients": sum(p.grad.nbytes for p in params) / n, "m and v": state_bytes(optimizer) / n}
 check("fp32 AdamW, measured bytes per parameter", ledger, {"weights": 4, "gradients": 4, "m and v": 8})
 check("the 16 bytes per parameter over the parameter's own 4: the notes' 4x", sum(ledger.values()) / ledger["weights"], 4.0)
 
@@ -622,16 +600,14 @@ check("7.5B parameters on 64 GPUs, GB per GPU at stages 0-3 (the paper's Figure 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **Compressing.** 8-bit Adam (Dettmers et al., 2022) stores $m$, $v$ as 1-byte codes, one
 # fp32 scale per block of 2048. Adafactor (Shazeer & Stern, 2018) keeps one average of
-# $g^2$ per row and per column of a matrix, and no $m$. For a 2048 × 2048 matrix:
+# $g^2$ per row and per column of a matrix, and no $m$:
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S33"]
-D = 2048
-matrix = torch.zeros(D, D)
-matrix.grad = torch.ones(D, D)
+matrix = torch.zeros(2048, 2048)
+matrix.grad = torch.ones_like(matrix)
 adafactor = torch.optim.Adafactor([matrix])
 adafactor.step()
-print(f"state bytes per parameter: AdamW 8, 8-bit Adam {2 + 2 * 4 / 2048:.4f}, Adafactor {state_bytes(adafactor) / D**2:.4f}")
-check("Adafactor: one fp32 value per row and per column, and a 4-byte step", state_bytes(adafactor), (D + D) * 4 + 4)
+check("Adafactor on a 2048 x 2048 matrix: a row and a column of fp32, and a 4-byte step", state_bytes(adafactor), (2048 + 2048) * 4 + 4)
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: ZeRO stage by stage, a measured stage 1, and what compression costs
@@ -725,6 +701,7 @@ check("each rank holds half of it, within 1%", [round(row["state_bytes"] / one_r
 # has no rows and columns to factor, so Adafactor keeps its full $v$.
 
 # %% tags=["deeper"]
+D = 2048
 numel = D * D
 state_rows = {
     "AdamW, fp32 m + v": 2 * numel * 4,

@@ -125,3 +125,15 @@ def test_optimizer_paths_figure_is_wide_readable_and_hides_spare_panels():
     texts = [t for ax in fig.axes for t in (ax.title, ax.xaxis.label, ax.yaxis.label)] + [fig._suptitle]
     assert min(t.get_fontsize() for t in texts if t.get_text()) >= 12
     plt.close(fig)
+
+
+def test_descend_returns_the_start_then_every_step_as_sgd_does_in_closed_form():
+    # descend (notebook 07 runs its optimizers with it) on the valley f = (x^2 + 50 y^2) / 2: plain
+    # SGD multiplies x by (1 - lr) and y by (1 - 50 lr) at every step.
+    start = [-8.0, 1.5]
+    path = optim.descend(torch.optim.SGD, lambda p: torch.tensor([1.0, 50.0], dtype=torch.float64) * p, start, 60,
+                         lr=0.035)
+    assert path.shape == (61, 2) and path.dtype == torch.float64 and start == [-8.0, 1.5]
+    expected = torch.tensor([[-8.0 * 0.965**t, 1.5 * (-0.75) ** t] for t in range(61)], dtype=torch.float64)
+    torch.testing.assert_close(path, expected, rtol=1e-12, atol=0)
+    assert optim.descend(optim.SGD, lambda p: torch.ones_like(p), [0.0], 0, lr=1.0).tolist() == [[0.0]]
