@@ -15,10 +15,9 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 08 · The training loop: six lines, and what production adds to them
 #
-# §8 of the notes: the six-line loop, then what production adds around it (seeds,
-# checkpoints, mixed precision, the `Trainer`). The core path is the lecture (about 18
-# minutes of reading); each section ends in a collapsed "Going deeper" part. Every run is
-# on the CPU, so the outputs are the same on any machine.
+# §8 of the notes. The core path is the lecture (about 15 minutes of reading); each section
+# ends in a collapsed "Going deeper" part. Every run is on the CPU: the same outputs on any
+# machine.
 
 # %%
 from lecture_utils import setup; device = setup()
@@ -26,12 +25,10 @@ from lecture_utils import setup; device = setup()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §8 The training loop
 #
-# The notes' loop, verbatim (batch, forward, loss, clear the gradients, backward, step), on
-# the course's tiny GPT (2 layers, width 64, vocabulary 8192) with `get_batch` (notebook 06)
-# and `AdamW` (notebook 07):
+# The notes' six lines, in a function, on the course's tiny GPT (`get_batch`: notebook 06,
+# `AdamW`: notebook 07):
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Say: six lines (batch, forward, loss, zero_grad, backward, step); run them live.
 # - Ask the room: why set the gradients to None instead of zeroing them?
 
 # %%
@@ -41,44 +38,46 @@ import torch.nn.functional as F
 from lecture_utils import check, check_answer
 from lecture_utils.data import data_dir, get_batch, load_tokens
 from lecture_utils.models import GPT, get_config
-from lecture_utils.optim import AdamW
-from lecture_utils.train import seed_everything
+from lecture_utils.optim import AdamW, state_bytes
+from lecture_utils.train import TrainConfig, Trainer, load_checkpoint, save_checkpoint, seed_everything
 
 train_data = load_tokens(data_dir() / "tokens" / "train.bin")
 CPU, tiny = torch.device("cpu"), get_config("tiny")  # every run here is on the CPU
-batch_size, seq_len, vocab_size, num_steps = 8, 64, tiny.vocab_size, 30
-model = GPT(tiny)  # (setup() seeded everything with 0)
-optimizer = AdamW(model.parameters(), lr=3e-3)
+batch_size, seq_len, vocab_size = 8, 64, tiny.vocab_size  # tiny: 2 layers, width 64
+
+# %% slideshow={"slide_type": "subslide"}
+def train(model, optimizer, generator, steps):  # generator: the sampler's (None: torch's global one)
+    losses = []
+    for _ in range(steps):
+        x, y = get_batch(train_data, batch_size, seq_len, CPU, generator=generator)
+
+        logits = model(x)
+        loss = F.cross_entropy(logits.view(-1, vocab_size), y.view(-1))
+
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S34"]
-losses = []
-for step in range(num_steps):  # noqa: B007 (the notes' loop, verbatim)
-    x, y = get_batch(train_data, batch_size, seq_len, CPU)
-
-    logits = model(x)
-    loss = F.cross_entropy(
-        logits.view(-1, vocab_size),
-        y.view(-1),
-    )
-
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    optimizer.step()
-    losses.append(loss.item())
-
-print(f"loss: step 1 {losses[0]:.2f} -> step {num_steps} {losses[-1]:.2f}")
+model = GPT(tiny)  # (setup() seeded everything with 0)
+optimizer = AdamW(model.parameters(), lr=3e-3)
+losses = train(model, optimizer, None, steps=30)
+print(f"loss: step 1 {losses[0]:.2f} -> step 30 {losses[-1]:.2f}")
 check("the loss fell by more than 1.5 nats in 30 steps", losses[0] - losses[-1] > 1.5, True)
 optimizer.zero_grad(set_to_none=True)
 check("zero_grad(set_to_none=True): every .grad is None, not zeros", {p.grad for p in model.parameters()}, {None})
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # `set_to_none=True` frees each `.grad` instead of zeroing it: one memory write fewer, and
-# the next `backward()` assigns instead of adding (`zero_grad`'s default since PyTorch 2.0).
+# the next `backward()` assigns instead of adding.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: the loss and the production pieces, written out
 #
-# The lesson code `lecture_utils.train.Trainer` runs (the package's copies of these cells):
+# (`set_to_none=True` has been `zero_grad`'s default since PyTorch 2.0.) The lesson code
+# `lecture_utils.train.Trainer` runs (the package's copies of these cells):
 # cross-entropy written out, the learning-rate schedule, gradient clipping, validation, and
 # the full step with gradient accumulation. Each is shown doing its job.
 
@@ -325,8 +324,8 @@ check("one batch of 8 or two micro-batches of 4: the same mean loss and gradient
 # ## §8.1 Randomness
 #
 # Randomness hides in five places: initialisation, dropout, batch sampling, data order and
-# GPU kernels that add in no fixed order. Seeds fix the first four: `seed_everything(seed)`
-# runs the notes' four seeding lines; the sampler below has its own seeded generator.
+# GPU kernels that add in no fixed order. Seeds fix the first four (`seed_everything` runs
+# the notes' four seeding lines; the sampler gets its own seeded generator).
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Ask the room: which of the five sources can a seed not fix?
@@ -338,43 +337,28 @@ def fresh(seed, deterministic=False):  # what a new process builds: model, optim
     return model, AdamW(model.parameters(), lr=3e-3), torch.Generator().manual_seed(seed + 1)
 
 
-def train(model, optimizer, generator, steps):  # the six-line loop, batches drawn with `generator`
-    losses = []
-    for _ in range(steps):
-        x, y = get_batch(train_data, batch_size, seq_len, CPU, generator=generator)
-        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
-
-
 losses_a = train(*fresh(0), steps=5)
 check("seed 0 twice: the same 5 losses, bit for bit", train(*fresh(0), steps=5) == losses_a, True)
-check("seed 1: all 5 losses differ", all(a != b for a, b in zip(losses_a, train(*fresh(1), steps=5), strict=True)), True)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Seeds do not fix the fifth: float addition is not associative, so a kernel that adds in
-# whatever order its threads finish changes the last bits. `torch.use_deterministic_algorithms(True)`
-# swaps in deterministic kernels, or raises: its docs list `index_add_` on CUDA and
-# `index_put_(accumulate=True)` on the CPU as made deterministic, `put_(accumulate=False)`
-# (any device) as raising. A check that fails when the mode is off:
+# Seeds do not fix the fifth: float addition is not associative, so the order in which
+# threads add changes the last bits. `torch.use_deterministic_algorithms(True)` swaps in
+# deterministic kernels, or raises where there are none; with the mode off, this check fails:
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S36"]
-losses_det = train(*fresh(0, deterministic=True), steps=5)  # seeded, then deterministic mode on
-try:
-    err = check("deterministic mode is on: put_, which has no deterministic kernel, raises",
-                lambda: torch.zeros(4).put_(torch.tensor([0, 0]), torch.ones(2)), raises=RuntimeError)
-    check("in deterministic mode: the same 5 losses, bit for bit", losses_det == losses_a, True)
-finally:
-    seed_everything(0)  # the flag is global: off again (seed_everything turns it off unless asked)
+seed_everything(0, deterministic=True)  # seeded, then deterministic mode on
+err = check("deterministic mode is on: put_, which has no deterministic kernel, raises",
+            lambda: torch.zeros(4).put_(torch.tensor([0, 0]), torch.ones(2)), raises=RuntimeError)
+seed_everything(0)  # the flag is global: off again (seed_everything turns it off unless asked)
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: float order, deterministic mode on the CPU and on CUDA
 #
-# "Bit for bit" holds on one machine with one thread count: another order of the same
-# additions changes the last bits. On the CPU the kernels used here are deterministic
+# Another seed gives another run; deterministic mode gives the same one. "Bit for bit"
+# holds on one machine with one thread count: another order of the same additions changes
+# the last bits. The docs of `torch.use_deterministic_algorithms` list, for instance,
+# `index_add_` on CUDA and `index_put_(accumulate=True)` on the CPU as made deterministic,
+# `put_(accumulate=False)` (any device) as raising. On the CPU the kernels used here are deterministic
 # already, so the flag changes no loss; what it does change is `torch.empty`: with
 # `torch.utils.deterministic.fill_uninitialized_memory` (on by default) memory that was
 # never written reads as NaN (integers: their largest value), the same loudly wrong value
@@ -384,11 +368,14 @@ finally:
 # %% tags=["deeper"]
 from lecture_utils import cuda_only, measured
 
+check("seed 1: all 5 losses differ", all(a != b for a, b in zip(losses_a, train(*fresh(1), steps=5), strict=True)), True)
 check("(0.1 + 0.2) + 0.3", (0.1 + 0.2) + 0.3, 0.6000000000000001)
 check("0.1 + (0.2 + 0.3)", 0.1 + (0.2 + 0.3), 0.6)
 check("deterministic algorithms are off by default", not torch.are_deterministic_algorithms_enabled(), True)
 torch.use_deterministic_algorithms(True)
 try:
+    check("in deterministic mode: the same 5 losses, bit for bit", train(*fresh(0, deterministic=True), steps=5) == losses_a,
+          True)  # fresh() seeds with the mode on
     check("torch.empty(4) in deterministic mode: all NaN", torch.empty(4).isnan().all().item(), True)
     check("torch.empty(2, dtype=torch.long): int64's largest value", torch.empty(2, dtype=torch.long).tolist(),
           [2**63 - 1] * 2)
@@ -410,27 +397,23 @@ check("use_deterministic_algorithms(False) turned them off again (the flag is gl
 # ## §8.2 Checkpointing
 #
 # A checkpoint holds what the next step reads: weights, optimizer state (Adam's $m$, $v$),
-# step, RNG state. `save_checkpoint` ("Going deeper" writes it out) saves the notes'
-# dictionary with every RNG state, to a temporary file renamed over the old one, so a crash
-# mid-save leaves the old checkpoint whole.
+# step, RNG state. `save_checkpoint` ("Going deeper" writes it out) saves it atomically: a
+# crash mid-save leaves the old file whole.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Ask the room: what does the notes' checkpoint leave out, for the loop above?
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# > **The notes say** (§8.2) the RNG state must be saved, and their code saves
-# > `torch.get_rng_state()`. **In fact** that is torch's default CPU generator only
+# > **The notes say** (§8.2) save the RNG state: `torch.get_rng_state()`. **In fact** that
+# > is only torch's default CPU generator
 # > ([torch.get_rng_state](https://pytorch.org/docs/stable/generated/torch.get_rng_state.html));
-# > an exact resume needs every generator the next step reads: CUDA's, numpy's and python's
-# > if used, and a data sampler's own `torch.Generator`, as here.
+# > an exact resume needs every generator the next step reads, a sampler's own included.
 #
-# A crash after step 5; a new process loads each checkpoint and trains steps 6–10:
+# A crash after step 5; a new process resumes from each checkpoint:
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S37"]
 import tempfile
 from pathlib import Path
-
-from lecture_utils.train import load_checkpoint, save_checkpoint
 
 workdir = Path(tempfile.mkdtemp(prefix="lecture08-"))
 model, optimizer, generator = fresh(0)
@@ -469,10 +452,11 @@ check("the notes' checkpoint: steps 6-10 replay batches 1-5, no loss matches",
 # %% [markdown] tags=["deeper"]
 # #### `save_checkpoint` and `load_checkpoint`, written out
 #
-# The file is flushed and synced to disk before the rename, and the folder after it, so
-# that both the bytes and the rename survive a power cut. `read_checkpoint` loads with
-# `torch.load(weights_only=True)`, which never runs code from the file, and turns a bad
-# file into one clear error.
+# `rng_state` collects every generator the next step may read: python's, numpy's, torch's
+# CPU and CUDA ones, and the sampler's own. The file is flushed and synced to disk before
+# the rename, and the folder after it, so that both the bytes and the rename survive a power
+# cut. `read_checkpoint` loads with `torch.load(weights_only=True)`, which never runs code
+# from the file, and turns a bad file into one clear error.
 
 # %% tags=["deeper"]
 import os
@@ -599,13 +583,12 @@ a, w, targets = torch.randn(8, 16), torch.randn(16, 16), torch.zeros(8, dtype=to
 with torch.autocast("cpu", dtype=torch.bfloat16):
     h = a @ w
     loss = F.cross_entropy(h, targets)
-check("under autocast: the matmul runs in bf16, the loss comes out fp32", (h.dtype, loss.dtype),
-      (torch.bfloat16, torch.float32))
+check("under autocast: matmul in bf16, loss in fp32", (h.dtype, loss.dtype), (torch.bfloat16, torch.float32))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # fp16 has 5 exponent bits: below $3 \times 10^{-8}$ a number rounds to 0. *Loss scaling*
-# multiplies the loss by $2^k$ and divides the gradients back (`torch.amp.GradScaler`);
-# bf16 has fp32's 8 exponent bits and needs none. A gradient of $10^{-8}$:
+# multiplies the loss by $2^k$ and divides the gradients back; bf16 has fp32's 8 exponent
+# bits and needs none. A gradient of $10^{-8}$:
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S38"]
 grads = {}
@@ -618,27 +601,21 @@ check("fp16, loss scaled by 2^14: it survives", grads[torch.float16, 2**14], tor
 check("bf16, no scaling: it survives", grads[torch.bfloat16, 1], torch.full((4,), 1e-8), rel=1e-2)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# FP8 (H100 on, NVIDIA's Transformer Engine) goes further, with managed scale factors
-# ("Going deeper"). Memory (§1.2): bf16 weights 2 + bf16 gradients 2 + fp32 master 4 +
-# $m$ 4 + $v$ 4 = 16 bytes per parameter, as fp32 AdamW. Measured after one step:
+# FP8 (H100 on) goes further, with scale factors ("Going deeper"). Memory (§1.2): bf16
+# weights 2 + bf16 gradients 2 + fp32 master 4 + $m$ 4 + $v$ 4 = 16 bytes per parameter,
+# as fp32 AdamW. Measured on one weight matrix:
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S6"]
-from lecture_utils.optim import state_bytes
-
-model_bf = GPT(tiny).to(torch.bfloat16)
-F.cross_entropy(model_bf(x).flatten(0, 1).float(), y.flatten()).backward()  # bf16 weights, bf16 gradients
-master = [p.detach().float() for p in model_bf.parameters()]  # the fp32 master weights the optimizer updates
-for m, p in zip(master, model_bf.parameters(), strict=True):
-    m.grad = p.grad.float()  # a transient fp32 copy for the step
-opt_master = AdamW(master, lr=1e-3)
+w = torch.randn(64, 64, dtype=torch.bfloat16, requires_grad=True)  # a bf16 weight matrix
+(torch.randn(8, 64, dtype=torch.bfloat16) @ w).float().square().mean().backward()  # its gradient: bf16
+master = w.detach().float()  # the fp32 master copy, which the optimizer updates
+master.grad = w.grad.float()  # a transient fp32 copy for the step
+opt_master = AdamW([master], lr=1e-3)
 opt_master.step()
-n = sum(m.numel() for m in master)
-per_param = lambda tensors: sum(t.numel() * t.element_size() for t in tensors) / n  # noqa: E731
-ledger = {"bf16 weights": per_param(model_bf.parameters()), "bf16 gradients": per_param(p.grad for p in model_bf.parameters()),
-          "fp32 master": per_param(master), "m and v": state_bytes(opt_master) / n}
-check("mixed precision, measured bytes per parameter", ledger,
-      {"bf16 weights": 2, "bf16 gradients": 2, "fp32 master": 4, "m and v": 8})
-check("in all: still 16, as fp32 AdamW (it saves compute and activations, not state)", sum(ledger.values()), 16.0)
+ledger = {"bf16 weights": w.element_size(), "bf16 gradients": w.grad.element_size(),
+          "fp32 master": master.element_size(), "m and v": state_bytes(opt_master) / master.numel()}
+check("mixed precision, measured bytes per parameter: in all still 16, as fp32 AdamW", {**ledger, "in all": sum(ledger.values())},
+      {"bf16 weights": 2, "bf16 gradients": 2, "fp32 master": 4, "m and v": 8, "in all": 16})
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: autocast per device, fp16's smallest numbers, FP8, and the autocast recipe
@@ -787,6 +764,7 @@ with torch.autocast("cpu", dtype=torch.bfloat16):
 loss.backward()
 opt_ac.step()
 params_ac = list(model_ac.parameters())
+n = sum(p.numel() for p in params_ac)
 measured_ac = {"weights": params_ac, "gradients": [p.grad for p in params_ac],
                "adam m": [opt_ac.state[p]["exp_avg"] for p in params_ac],
                "adam v": [opt_ac.state[p]["exp_avg_sq"] for p in params_ac]}
@@ -798,15 +776,11 @@ check("autocast: the same 16 in all", sum(measured_ac.values()), float(bytes_per
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §8 The packaged loop: `Trainer`
 #
-# `lecture_utils.train.Trainer` adds the rest: lr warm-up and cosine decay, clipping,
-# validation, a JSON line per step in `log.jsonl`, checkpoints, and out-of-memory recovery
-# (the step redone in half-size micro-batches, accumulated). Shell: `python -m
-# lecture_utils.train --steps 200 --out runs/tiny`. 15 CPU steps, out of memory above 4
-# sequences:
+# `Trainer` adds the rest: warm-up and cosine decay, clipping, validation, a `log.jsonl`
+# line per step, checkpoints, and out-of-memory recovery (the step redone in half-size
+# micro-batches). 15 CPU steps, out of memory above 4 sequences:
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S35"]
-from lecture_utils.train import TrainConfig, Trainer
-
 cfg = TrainConfig(steps=15, batch_size=8, seq_len=64, warmup=3, val_every=5, device="cpu")  # tiny, lr 3e-3
 trainer = Trainer(cfg, workdir / "trainer", progress=False, echo=print)
 forward = trainer.parts.model.forward
@@ -823,9 +797,7 @@ trainer.parts.model.forward = forward_that_runs_out_of_memory
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S35"]
 records = trainer.run()
 check("out of memory: micro-batches of 4, two per step", (trainer.parts.batches.micro, trainer.parts.batches.accum), (4, 2))
-check("warm-up: the lr of steps 1-3", [r["lr"] for r in records[:3]], [0.0, 1e-3, 2e-3])
 check("validation at steps", [r["step"] for r in records if "val_loss" in r], [5, 10, 15])
-check("log.jsonl: one JSON line per step", len((workdir / "trainer" / "log.jsonl").read_text().splitlines()), 15)
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: the run's curves, its MFU, and GPT-2 small on a GPU
@@ -833,8 +805,9 @@ check("log.jsonl: one JSON line per step", len((workdir / "trainer" / "log.jsonl
 # The same run as curves, read back from its `log.jsonl` by
 # `lecture_utils.plots.plot_training_curves`: the training loss every step, the validation
 # loss every 5 steps, the learning rate's warm-up and cosine decay, and the measured
-# throughput (machine-dependent, so nothing checks it). `python -m lecture_utils.train plot
-# OUT` draws the same panels into `OUT/curves.png`.
+# throughput (machine-dependent, so nothing checks it). From the shell: `python -m
+# lecture_utils.train --steps 200 --out runs/tiny` trains, `python -m lecture_utils.train
+# plot OUT` draws the same panels into `OUT/curves.png`.
 
 # %% caption="The Trainer's 15-step CPU run read back from log.jsonl: training and validation loss, learning rate and tokens per second against step." tags=["deeper"]
 import json
@@ -842,6 +815,8 @@ import json
 from lecture_utils.plots import plot_training_curves
 
 logged = [json.loads(line) for line in (workdir / "trainer" / "log.jsonl").read_text().splitlines()]
+check("log.jsonl: one JSON line per step", len(logged), 15)
+check("warm-up: the lr of steps 1-3", [r["lr"] for r in records[:3]], [0.0, 1e-3, 2e-3])
 check("log.jsonl: the same losses the trainer returned", [r["loss"] for r in logged] == [r["loss"] for r in records],
       True)
 fig = plot_training_curves(workdir / "trainer")
@@ -930,7 +905,7 @@ check("the scratch folder is gone", not workdir.exists(), True)
 # - Six lines of loop; production goes around them, not inside.
 # - Same seed, same machine: the same run to the last bit; kernels need deterministic mode.
 # - A checkpoint holds all the next step reads, every RNG too.
-# - Mixed precision: still 16 bytes per parameter; fp16 needs loss scaling, bf16 not.
+# - Mixed precision saves compute and activations, not the 16 bytes per parameter; fp16 needs loss scaling, bf16 not.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
