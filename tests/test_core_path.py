@@ -103,3 +103,11 @@ def test_a_broken_layout_is_caught():
     assert "not stored collapsed" in layout_problems(open_)[0]
     notes = [*good, md("- say this", metadata={"slideshow": {"slide_type": "notes"}})]
     assert "speaker notes shown in Lab" in layout_problems(notes)[0]
+
+
+def test_the_readme_states_each_core_path_in_minutes_as_measured():
+    rows = re.findall(r"^\| \[\d\d [^\]]+\]\(notebooks/(\d\d_\w+\.ipynb)\) \| [^|]+ \| (\d+) \|$",
+                      (ROOT / "README.md").read_text(), re.M)
+    stated = {name: int(minutes) for name, minutes in rows}
+    measured = {p.name: round(reading_time.shape(p).core_minutes) for p in NOTEBOOKS}
+    assert stated == measured, "update the README table from `python scripts/reading_time.py`"

@@ -180,7 +180,8 @@ def test_solutions_are_collapsed_code_and_output(pages):
         total += len(solutions)
         # other cells hide what Lab hides: an exercise check's code, not its verdict
         hidden_src = [c for c in cells if c.cell_type == "code" and not is_solution(c)
-                      and c.metadata.get("jupyter", {}).get("source_hidden")
+                      and (c.metadata.get("jupyter", {}).get("source_hidden")
+                           or "deeper" in c.metadata.get("tags", []))  # Going-deeper code: collapsed
                       and not c.metadata.get("jupyter", {}).get("outputs_hidden")]
         inputs = [div.select_one(".cell_input") for div in page.select("article div.cell")
                   if "tag_solution" not in div["class"]]
@@ -189,6 +190,31 @@ def test_solutions_are_collapsed_code_and_output(pages):
             if "tag_solution" not in div["class"] and div.select_one(".cell_output"):
                 assert not closed_details(div.select_one(".cell_output"))
     assert total > 8  # every notebook ends with exercises
+
+
+def test_a_reader_sees_the_core_with_depth_set_apart_and_no_speaker_notes(pages):
+    """Speaker notes are for the presenter's view: not on the site. The setup cell shows its
+    output, not its code. Going-deeper text sits in a shaded box, its code collapsed."""
+    for nb, page in pages.items():
+        cells = nbformat.read(nb, as_version=4).cells
+        article = plain(page.select_one("article").get_text(" "))
+        notes = [c for c in cells if c.metadata.get("slideshow", {}).get("slide_type") == "notes"]
+        assert notes, page_name(nb)
+        for cell in notes:
+            first = plain(re.sub(r"[*_`#>-]", " ", cell.source)).split(". ")[0][:60].strip()
+            assert first not in article, (page_name(nb), first)
+        assert "setup()" not in page.select_one("article div.cell").get_text(), page_name(nb)
+        deeper_text = [c for c in cells if c.cell_type == "markdown" and "deeper" in c.metadata.get("tags", [])
+                       and any(line.strip() and not line.startswith("#") for line in c.source.splitlines())]
+        assert len(page.select("article div.deeper")) >= len(deeper_text) > 0, page_name(nb)
+        assert page.select("article div.cell.tag_deeper"), page_name(nb)
+
+
+def test_no_code_line_is_cut_off(site):
+    css = (site / "_static" / "lecture.css").read_text(encoding="utf-8")
+    assert re.search(r"div\.highlight pre[^{]*\{[^}]*white-space: pre-wrap", css)
+    page = soup(site / "index.html")
+    assert any("lecture.css" in link.get("href", "") for link in page.select("link[rel=stylesheet]"))
 
 
 def test_math_is_wrapped_for_mathjax_and_no_dollar_is_left(pages):
