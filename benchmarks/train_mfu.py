@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from _targets import machine, report
 
 from lecture_utils.data import sample_windows
-from lecture_utils.dtypes import lookup
+from lecture_utils.dtypes import find_format
 from lecture_utils.models import GPT, n_params
 from lecture_utils.nn import cross_entropy
 from lecture_utils.train import TrainConfig, Trainer, loop
@@ -61,7 +61,7 @@ class BareLoop:
                                                                          "fused")})
         self.generator = torch.Generator().manual_seed(trainer.cfg.seed + 1)
         amp = trainer.plan.precision != "fp32"
-        self.autocast = (lambda: torch.autocast(self.device.type, dtype=lookup(trainer.plan.precision).dtype)) \
+        self.autocast = (lambda: torch.autocast(self.device.type, dtype=find_format(trainer.plan.precision).dtype)) \
             if amp else contextlib.nullcontext
 
     def step(self) -> float:

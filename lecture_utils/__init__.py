@@ -21,7 +21,7 @@ import importlib
 
 # The notebooks' first names, imported when first used: `import lecture_utils` itself loads no torch,
 # so a command line (python -m lecture_utils...) can answer a Ctrl-C during its start in one line.
-_HOMES = {"check": "checks", "check_answer": "exercises", "check_raises": "checks", "measured": "checks",
+_HOMES = {"check": "checks", "check_answer": "exercises", "measured": "checks",
           "cuda_only": "device", "get_device": "device", "setup": "device"}
 __all__ = sorted(_HOMES)
 __version__ = "0.1.0"

@@ -12,7 +12,7 @@ import torch
 import torch.utils.benchmark as benchmark
 
 from lecture_utils.checks import measured
-from lecture_utils.device import get_device
+from lecture_utils.device import as_device
 from lecture_utils.dtypes import as_dtype, spec_name
 from lecture_utils.hardware import detect
 
@@ -40,7 +40,7 @@ def matmul_flops_per_s(n: int, dtype: str = "fp32", device="cpu", *, label: str 
     devices it is plain fp32 and the dtype is refused).
     """
     key = spec_name(dtype)
-    device = get_device(device)
+    device = as_device(device)
     assert key != "tf32" or device.type == "cuda", "tf32 is a CUDA tensor-core mode; elsewhere use fp32"
     # A private generator: timing must not move the global one (then a notebook's later random
     # draws would differ between a CPU and a GPU run, whose draws come from different generators).
@@ -62,7 +62,7 @@ def matmul_flops_per_s(n: int, dtype: str = "fp32", device="cpu", *, label: str 
 def copy_bandwidth(n_bytes: int = 256 * 2**20, device="cpu", *, label: str | None = None,
                    min_run_time: float = 0.2) -> float:
     """Achieved bytes/s of ``dst.copy_(src)``: every byte read once and written once."""
-    device = get_device(device)
+    device = as_device(device)
     src = torch.full((n_bytes // 4,), 1.5, device=device)  # a copy's speed does not depend on the values
     dst = torch.empty_like(src)
     seconds = time_fn(dst.copy_, src, min_run_time=min_run_time)
@@ -87,7 +87,7 @@ def peak_flops(device, dtype: str = "bf16", *, n: int | None = None,
     otherwise the best measured FLOP/s of an ``n^3`` and an ``(n/2)^3`` matmul (CPU, MPS,
     GPUs not in the table). A measured peak is noisy: a later timing may beat it.
     """
-    device = get_device(device)
+    device = as_device(device)
     key = spec_name(dtype)
     acc = detect(device)
     if acc is not None:

@@ -1,6 +1,6 @@
 """Every claim a notebook makes is checked, and every measurement is labelled.
 
-``check`` (and ``check_raises``) assert and print one ``✓`` line; ``measured`` prints a ``[measured]``
+``check`` asserts (a value, or that a call raises) and prints one ``✓`` line; ``measured`` prints a ``[measured]``
 line whose value nbval masks (tests/nbval_sanitize.cfg) because timings vary by machine; its label
 and the number of such lines are still compared. Lines that exist only on some devices, or whose
 label depends on the device, print as ``[per-device]``; nbval folds a run of them into one, so the
@@ -94,11 +94,6 @@ def _check_raises(name: str, error: type[BaseException], fn) -> BaseException:
                          f"    returned: {_short(result)}")
 
 
-def check_raises(name: str, error: type[BaseException], fn, *args, **kwargs) -> BaseException:
-    """``check(name, lambda: fn(*args, **kwargs), raises=error)``: the older spelling."""
-    return _check_raises(name, error, lambda: fn(*args, **kwargs))
-
-
 def measured(name: str, value, unit: str = "", digits: int = 3, *, per_device: bool = False,
              ref: str | None = None) -> None:
     """Print a machine-dependent value as ``[measured] name: value unit``.
@@ -118,15 +113,3 @@ def measured(name: str, value, unit: str = "", digits: int = 3, *, per_device: b
     prefix = PER_DEVICE_PREFIX if per_device else MEASURED_PREFIX
     print(f"{prefix} {name}: {text}{' ' + unit if unit else ''}" + (f"  {REF.format(ref)}" if ref else ""))
 
-
-def fmt(value, spec: str) -> str:
-    """``format(value, spec)``, refusing a value so near a rounding boundary that last-bit noise could change the text."""
-    text = format(value, spec)
-    if any(format(value * (1 + nudge), spec) != text for nudge in (-1e-5, 1e-5)):
-        raise AssertionError(f"{value!r} is too close to a rounding boundary for {spec!r}")
-    return text
-
-
-def rounded(value, digits: int = 3) -> float:
-    """``value`` to ``digits`` significant digits, robustly (see :func:`fmt`), for a golden output."""
-    return float(fmt(value, f".{digits}g"))

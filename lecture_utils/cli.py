@@ -11,8 +11,9 @@ import argparse
 import sys
 
 from lecture_utils.console import closed_pipe, describe, guarded_output
+from lecture_utils.dtypes import SPEC_NAMES
 from lecture_utils.flops import SECONDS_PER_DAY, training_days, training_flops
-from lecture_utils.hardware import ACCELERATORS, DTYPES, lookup
+from lecture_utils.hardware import ACCELERATORS, find_accelerator
 from lecture_utils.recipes import (
     RECIPES,
     max_params_that_fit,
@@ -72,7 +73,7 @@ def _lookup(find):
     return parse
 
 
-_recipe, _gpu = _lookup(recipe_name), _lookup(lookup)
+_recipe, _gpu = _lookup(recipe_name), _lookup(find_accelerator)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--gpu", type=_gpu, default="H100", help="accelerator (see `gpus`); default H100")
     est.add_argument("--gpus", type=_count, required=True, help="number of GPUs")
     est.add_argument("--mfu", type=_fraction, default=0.5, help="model FLOPs utilisation in (0, 1]; default 0.5")
-    est.add_argument("--dtype", choices=DTYPES, default="bf16", help="compute dtype; default bf16")
+    est.add_argument("--dtype", choices=SPEC_NAMES, default="bf16", help="compute dtype; default bf16")
 
     mem = sub.add_parser("memory", help="training-state bytes per GPU, and whether it fits",
                          description="Bytes per GPU for weights, gradients and optimizer state "
@@ -142,7 +143,7 @@ def _gpus(_args) -> None:
     print(head)
     for acc in ACCELERATORS.values():
         peaks = "".join(f"{acc.dense_flops[d] / 1e12:>{6 if d == 'fp32' else 8}g}" if d in acc.dense_flops
-                        else f"{'-':>{6 if d == 'fp32' else 8}}" for d in DTYPES)
+                        else f"{'-':>{6 if d == 'fp32' else 8}}" for d in SPEC_NAMES)
         print(f"{acc.name:<14}{peaks}  {acc.memory_bytes / 1e9:>5g}GB {acc.hbm_bandwidth / 1e9:>8g}  "
               f"{acc.host_link} ({acc.host_bandwidth / 1e9:g} GB/s each way)")
 

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from lecture_utils import validate
-from lecture_utils.device import get_device
+from lecture_utils.device import as_device
 
 DATA_ENV_VAR = "LECTURE_DATA"  # a folder holding tokenizer.json and tokens/, to use other data
 TOKEN_DTYPE = np.dtype("<u2")  # little-endian uint16: any vocabulary below 65,536
@@ -73,7 +73,7 @@ def sample_windows(data, batch_size, seq_len, generator=None, pin_memory=False):
 
 def get_batch(data, batch_size, seq_len, device, generator=None):
     """(x, y): contiguous int64 (batch_size, seq_len) tensors on `device`; y is x shifted by one."""
-    device = get_device(device)  # "cuda:99" raises instead of silently using the CPU
+    device = as_device(device)  # a name is checked ("cuda:99" raises); a torch.device passes as is
     rows = window_rows(data, batch_size, seq_len, generator)
     token, row = rows.strides[1], rows.strides[0]
     # x and y as one (2, batch, seq_len) view of the rows: y starts one token further on
@@ -187,7 +187,7 @@ class Prefetcher:
 
     def __init__(self, data, batch_size: int, seq_len: int, device, *, generator=None, depth: int = 2):
         self.data, self.batch_size, self.seq_len = data, batch_size, seq_len
-        self.device = get_device(device)
+        self.device = as_device(device)
         if generator is None:  # the worker thread must not share the global RNG with the caller
             generator = torch.Generator().manual_seed(int(torch.randint(2**62, (1,)).item()))
         self.generator = generator

@@ -72,6 +72,13 @@ def get_device(name: str | torch.device | None = None) -> torch.device:
     return _with_index(device)
 
 
+
+def as_device(device: str | torch.device | None) -> torch.device:
+    """``device`` itself when it is a ``torch.device`` (resolved once by the caller, then passed
+    on); a name, or None, goes through :func:`get_device`. For code called per batch or per
+    timing: a name is checked once, not on every call."""
+    return device if isinstance(device, torch.device) else get_device(device)
+
 def _with_index(device: torch.device) -> torch.device:
     """``cuda`` -> ``cuda:N``: N is ``$LOCAL_RANK`` under torchrun, else the current device."""
     if device.type != "cuda" or device.index is not None:

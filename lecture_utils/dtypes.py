@@ -54,7 +54,7 @@ SPEC_NAMES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 PRECISIONS = ("fp32", "bf16", "fp16")
 
 
-def lookup(dtype: str | torch.dtype) -> Format:
+def find_format(dtype: str | torch.dtype) -> Format:
     """The table row for ``torch.bfloat16``, ``"bfloat16"``, ``"bf16"`` or ``"torch.bfloat16"``."""
     if isinstance(dtype, torch.dtype):
         for f in TABLE:  # float32 before tf32: a float32 tensor is float32
@@ -68,7 +68,7 @@ def lookup(dtype: str | torch.dtype) -> Format:
 
 def as_dtype(dtype: str | torch.dtype) -> torch.dtype:
     """Resolve a dtype given as ``torch.float16``, ``"float16"`` or ``"fp16"`` (``"tf32"``: float32)."""
-    return lookup(dtype).dtype
+    return find_format(dtype).dtype
 
 
 def dtype_name(dtype: str | torch.dtype) -> str:
@@ -78,7 +78,7 @@ def dtype_name(dtype: str | torch.dtype) -> str:
 
 def spec_name(dtype: str | torch.dtype) -> str:
     """The spec-sheet column of a format: ``"bf16"`` for ``torch.bfloat16``; ``"tf32"`` stays."""
-    short = lookup(dtype).short
+    short = find_format(dtype).short
     if short not in SPEC_NAMES:
         raise ValueError(f"no spec-sheet peak for dtype {dtype!r}; valid: {', '.join(SPEC_NAMES)}")
     return short

@@ -10,6 +10,11 @@ The one home of ``os.replace``, ``fsync`` and ``flock`` in the package: checkpoi
   temporary file is removed and the old file is untouched.
 - :func:`move_in`: rename finished files into their places (one ``os.replace`` each), then
   flush the folders that changed.
+- :func:`seal` and :func:`move_in_sealed`: a staging folder committed at the end. Files are
+  built in a staging folder beside their places; ``seal`` flushes them and writes a
+  COMMITTING marker; ``move_in_sealed`` renames them in and removes the folder. A kill before
+  the marker leaves the old files as they were; one during the renames leaves a sealed folder
+  that the next run finishes moving in.
 - :class:`FolderLock`: an advisory lock (``fcntl.flock``) on a lock file or on a folder
   itself, released when the process ends, however it ends, so a dead owner's lock is simply
   taken over.
@@ -20,6 +25,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
+import signal
 from pathlib import Path
 
 TEMPORARY = re.compile(r"^\..+\.tmp-(\d+)$")  # .checkpoint.pt.tmp-PID: whose it is, and so whether it is stale
@@ -67,6 +74,43 @@ def move_in(pairs: list[tuple[Path, Path]]) -> None:
         os.replace(source, target)
     for folder in sorted({target.parent for _, target in pairs}):
         fsync(folder)
+
+
+COMMIT_MARKER = "COMMITTING"  # in a staging folder: every file here is built and checked
+
+
+def seal(staging: Path, names: tuple[str, ...]) -> None:
+    """Flush the built files ``names`` in ``staging`` and their folders to disk, then write the
+    COMMITTING marker: from here on they may be moved in, by this run or, after a kill, the next."""
+    for name in names:
+        fsync(staging / name)
+    for folder in sorted({(staging / name).parent for name in names}, reverse=True):
+        fsync(folder)
+    (staging / COMMIT_MARKER).write_text("every file here is built and checked; moving them in\n")
+    fsync(staging / COMMIT_MARKER)
+    fsync(staging)
+
+
+def is_sealed(staging: Path) -> bool:
+    return (staging / COMMIT_MARKER).exists()
+
+
+def move_in_sealed(staging: Path, folder: Path, names: tuple[str, ...]) -> None:
+    """Rename each of ``names`` from a sealed ``staging`` over its place in ``folder``, then drop
+    ``staging``. Ctrl-C and SIGTERM wait until the renames are done (SIGKILL cannot: the next run
+    finishes the move); a Ctrl-C that came meanwhile is dropped, since the work is complete."""
+    block = getattr(signal, "pthread_sigmask", None)  # not on Windows
+    previous = block(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}) if block else None
+    try:
+        # a name absent from staging was moved in already, by an interrupted run
+        move_in([(staging / name, folder / name) for name in names if (staging / name).exists()])
+        shutil.rmtree(staging)
+    finally:
+        if block:
+            try:
+                block(signal.SIG_SETMASK, previous)
+            except KeyboardInterrupt:
+                pass
 
 
 class FolderLock:

@@ -12,8 +12,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
 
 from lecture_utils import validate
-from lecture_utils.hardware import Accelerator, lookup
-from lecture_utils.widgets import training_time_calculator  # noqa: F401  (its old home)
+from lecture_utils.hardware import Accelerator, find_accelerator
 
 SECONDS_PER_DAY = 24 * 60 * 60
 
@@ -48,7 +47,7 @@ def training_days(flops: float, gpu: str | Accelerator, n_gpus: int, mfu: float,
     total = validate.positive(flops, "flops")
     count = validate.integer(n_gpus, "n_gpus")
     utilisation = validate.number(mfu, "mfu (a fraction of peak)", low=0, low_open=True, high=1)
-    peak = lookup(gpu).peak(dtype)
+    peak = find_accelerator(gpu).peak(dtype)
     return total / (peak * utilisation * count) / SECONDS_PER_DAY
 
 
@@ -173,6 +172,6 @@ def training_time_table(n_params: float, n_tokens: float, gpus: list[tuple[str, 
     rows = []
     for entry in gpus:
         name, count = validate.instance(entry, tuple, "each gpus entry (a (name, count) pair)")
-        acc = lookup(name)
+        acc = find_accelerator(name)
         rows.append((acc.name, count, {m: training_days(total, acc, count, m, dtype) for m in mfus}))
     return rows

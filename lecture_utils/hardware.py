@@ -20,10 +20,9 @@ import torch
 
 from lecture_utils import validate
 from lecture_utils.checks import measured
-from lecture_utils.device import get_device
-from lecture_utils.dtypes import SPEC_NAMES, spec_name
+from lecture_utils.device import as_device
+from lecture_utils.dtypes import spec_name
 
-DTYPES = SPEC_NAMES  # the peak table's columns; fp32 = non-tensor-core (CUDA cores)
 T = 1e12
 GB = 1e9
 
@@ -113,7 +112,7 @@ def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
-def lookup(name: str | Accelerator) -> Accelerator:
+def find_accelerator(name: str | Accelerator) -> Accelerator:
     """Find an accelerator by name, case-insensitively (``"h100"``, ``"A100"``, ``"4090"``)."""
     if isinstance(name, Accelerator):
         return name
@@ -140,12 +139,12 @@ def match_device_name(device_name: str) -> Accelerator | None:
 def detect(device: torch.device | str | None = None) -> Accelerator | None:
     """The table entry for this machine's GPU, or None (CPU, MPS, or a GPU not in the table).
 
-    ``device`` goes through :func:`lecture_utils.device.get_device` (None: ``LECTURE_DEVICE``,
-    else the best available).
+    ``device``: a ``torch.device``, or a name or None for :func:`lecture_utils.device.get_device`
+    (None: ``LECTURE_DEVICE``, else the best available).
     Never raises for an unknown GPU: it prints one line saying so, and callers fall back
     to a measured peak (:func:`lecture_utils.bench.peak_flops`).
     """
-    device = get_device(device)
+    device = as_device(device)
     if device.type != "cuda":
         return None
     name = torch.cuda.get_device_name(device)

@@ -109,7 +109,7 @@ def state_bytes(optimizer):  # bytes of every tensor the optimizer keeps in `opt
 # <<< lesson code from py_src/07_optimizers.py
 
 
-# The six by the names lecture_utils.memory and the trainer's --optimizer use.
+# The six by the names lecture_utils.training_memory and the trainer's --optimizer use.
 OPTIMIZERS = {"sgd": SGD, "momentum": Momentum, "adagrad": AdaGrad, "rmsprop": RMSProp,
               "adam": Adam, "adamw": AdamW}
 

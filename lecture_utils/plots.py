@@ -14,6 +14,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from lecture_utils.dtypes import dtype_info
+from lecture_utils.files import replace_atomically
 
 _SIGN, _EXP, _MANT = "#d62728", "#1f77b4", "#2ca02c"
 
@@ -213,14 +214,8 @@ def plot_training_curves(log_path_or_records, path=None):
         ax_tps.set_ylim(bottom=0)
         for ax in (ax_loss, ax_lr, ax_tps):
             ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
-        if path is not None:
-            path = Path(path)
-            tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")  # the run folder's temp-file pattern
-            try:
-                fig.savefig(tmp, format="png")
-                os.replace(tmp, path)
-            finally:
-                tmp.unlink(missing_ok=True)
+        if path is not None:  # the old figure stays whole until the new one is
+            replace_atomically(path, lambda f: fig.savefig(f, format="png"))
     return fig
 
 

@@ -17,7 +17,6 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +26,7 @@ import numpy as np
 from lecture_utils import validate
 from lecture_utils.console import describe
 from lecture_utils.data import DATA_ENV_VAR, EOT, data_dir, load_tokens, write_tokens
-from lecture_utils.files import FolderLock, fsync, move_in
+from lecture_utils.files import FolderLock, is_sealed, move_in_sealed, seal
 
 
 def _documents(corpus_dir: Path) -> list[str]:
@@ -74,7 +73,6 @@ def train_tokenizer(corpus_dir: Path, vocab_size: int, out: Path):
 MIN_VOCAB = 256 + 1  # every byte, and the one special token (EOT)
 PREPARED_FILES = ("tokens/train.bin", "tokens/train.json", "tokens/val.bin", "tokens/val.json", "tokenizer.json")
 STAGING_PREFIX = ".prepare-"
-COMMIT_MARKER = "COMMITTING"
 
 
 def prepare(folder: str | Path | None = None, vocab_size: int = 8192, val_every: int = 20, *,
@@ -100,16 +98,11 @@ def prepare(folder: str | Path | None = None, vocab_size: int = 8192, val_every:
         staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=folder))
         try:
             result = _build(folder / "corpus", docs, staging, vocab_size, val_every)
-            for name in PREPARED_FILES:
-                fsync(staging / name)
-            fsync(staging / "tokens")
-            (staging / COMMIT_MARKER).write_text("every file here is built and checked; moving them in\n")
-            fsync(staging / COMMIT_MARKER)
-            fsync(staging)
+            seal(staging, PREPARED_FILES)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        _move_in(staging, folder)
+        move_in_sealed(staging, folder, PREPARED_FILES)
     return result
 
 
@@ -138,38 +131,14 @@ def _build(corpus_dir: Path, docs: list[str], out: Path, vocab_size: int, val_ev
     return result
 
 
-def _move_in(staging: Path, folder: Path) -> None:
-    """Rename every built file from ``staging`` over its place in ``folder``; then drop ``staging``.
-
-    Ctrl-C and SIGTERM wait until the renames are done (SIGKILL cannot: the next ``prepare``
-    finishes the move); a Ctrl-C that came meanwhile is dropped, since the work is complete.
-    """
-    block = getattr(signal, "pthread_sigmask", None)  # not on Windows
-    previous = block(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}) if block else None
-    try:
-        _rename_all(staging, folder)
-    finally:
-        if block:
-            try:
-                block(signal.SIG_SETMASK, previous)
-            except KeyboardInterrupt:
-                pass
-
-
-def _rename_all(staging: Path, folder: Path) -> None:
-    # absent in staging: moved in already, by an interrupted run
-    move_in([(staging / name, folder / name) for name in PREPARED_FILES if (staging / name).exists()])
-    shutil.rmtree(staging)
-
-
 def _recover(folder: Path, echo) -> None:
     """Staging folders left by a ``prepare`` that died (we hold the folder's lock, so no live
     one owns them): finish one that was moving its files in, remove the others."""
     for staging in sorted(folder.glob(STAGING_PREFIX + "*")):
         if not staging.is_dir():
             continue
-        if (staging / COMMIT_MARKER).exists():
-            _move_in(staging, folder)
+        if is_sealed(staging):
+            move_in_sealed(staging, folder, PREPARED_FILES)
             echo(f"finished moving in the files of an interrupted prepare ({staging.name})")
         else:
             shutil.rmtree(staging)

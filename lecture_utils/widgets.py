@@ -2,19 +2,21 @@
 
 Each returns a widget box; where widgets cannot render (static HTML, nbval), the
 notebooks show the static twin instead (``training_state_table``, ``training_time_table``).
-ipywidgets, memory and flops are imported inside the functions: this module is imported by
-both, and needs ipywidgets only when a calculator is built.
+ipywidgets is imported inside the functions: the package needs it only when a calculator
+is built.
 """
 
 from __future__ import annotations
+
+from lecture_utils.flops import training_days, training_flops
+from lecture_utils.hardware import ACCELERATORS, find_accelerator
+from lecture_utils.recipes import RECIPES, max_params_that_fit, training_state_table
+from lecture_utils.sizes import format_bytes
 
 
 def memory_calculator():
     """An ipywidgets calculator: parameters, recipe, GPUs, sharded or not."""
     import ipywidgets as w
-
-    from lecture_utils.recipes import RECIPES, max_params_that_fit, training_state_table
-    from lecture_utils.sizes import format_bytes
 
     n_params = w.FloatLogSlider(value=7e9, base=10, min=6, max=12, step=0.05,
                                 description="params", readout_format=".3g")
@@ -45,9 +47,6 @@ def training_time_calculator():
     """An ipywidgets calculator: params, tokens, GPU, count, MFU -> days (6ND, dense peak)."""
     import ipywidgets as w
 
-    from lecture_utils.flops import training_days, training_flops
-    from lecture_utils.hardware import ACCELERATORS, lookup
-
     params = w.FloatLogSlider(value=70e9, base=10, min=8, max=13, step=0.05, description="params",
                               readout_format=".3g")
     tokens = w.FloatLogSlider(value=15e12, base=10, min=9, max=14, step=0.05, description="tokens",
@@ -63,7 +62,7 @@ def training_time_calculator():
             return
         total = training_flops(int(params.value), int(tokens.value)).total
         days = training_days(total, gpu.value, count.value, utilisation.value)
-        peak = lookup(gpu.value).peak("bf16")
+        peak = find_accelerator(gpu.value).peak("bf16")
         out.value = (f"<p>6ND = {total:.3g} FLOPs; dense bf16 peak {peak / 1e12:g} TFLOP/s per GPU"
                      f"<br><b>{days:.1f} days</b> on {count.value} x {gpu.value} at MFU "
                      f"{utilisation.value:.2f}</p>")

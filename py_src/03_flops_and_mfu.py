@@ -77,9 +77,9 @@ check("6ND for 70B params x 15T tokens (FLOPs)", C.total, 6_300_000_000_000_000_
 # > "Fine-grained structured sparsity"): the factor 2.
 
 # %% tags=["claim-S2"]
-from lecture_utils.hardware import lookup
+from lecture_utils.hardware import find_accelerator
 
-h100 = lookup("H100")
+h100 = find_accelerator("H100")
 check("H100 dense bf16 peak = 1979 x 2/4, two multiplies of every four (TFLOP/s)", h100.peak("bf16") / 1e12, 1979 * 2 / 4)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -139,7 +139,8 @@ check("the honest estimate / the dream", round(days / days_paper, 9), 4.0)
 # static view shows only the widget's description, so a printed table follows).
 
 # %% tags=["deeper"]
-from lecture_utils.flops import training_days, training_time_calculator, training_time_table
+from lecture_utils.flops import training_days, training_time_table
+from lecture_utils.widgets import training_time_calculator
 
 training_time_calculator()
 
@@ -634,7 +635,7 @@ check("an 8192^3 matmul at the H100's dense bf16 peak, a rate (ms)", round(work 
 # > matmuls use the CUDA cores by default (`torch.get_float32_matmul_precision() == "highest"`).
 
 # %% tags=["claim-S19"]
-peaks = {g: {dt: lookup(g).peak(dt) / 1e12 for dt in ("fp32", "tf32", "bf16")} for g in ("A100", "H100")}
+peaks = {g: {dt: find_accelerator(g).peak(dt) / 1e12 for dt in ("fp32", "tf32", "bf16")} for g in ("A100", "H100")}
 check("(FP32, BF16) as in the notes (TFLOP/s)", {g: (p["fp32"], p["bf16"]) for g, p in peaks.items()},
       {"A100": (19.5, 312.0), "H100": (67.0, 989.5)})
 check("BF16 / FP32, rounded", {g: round(p["bf16"] / p["fp32"], 1) for g, p in peaks.items()}, {"A100": 16.0, "H100": 14.8})

@@ -125,7 +125,7 @@ import warnings
 import matplotlib.pyplot as plt
 import torch.nn.functional as F
 
-from lecture_utils import get_device
+from lecture_utils.device import as_device
 from lecture_utils.bench import time_fn
 from lecture_utils.data import EOT, Prefetcher, write_tokens
 from lecture_utils.sizes import format_bytes
@@ -434,7 +434,7 @@ def sample_windows(data, batch_size, seq_len, generator=None, pin_memory=False):
 
 def get_batch(data, batch_size, seq_len, device, generator=None):
     """(x, y): contiguous int64 (batch_size, seq_len) tensors on `device`; y is x shifted by one."""
-    device = get_device(device)  # "cuda:99" raises instead of silently using the CPU
+    device = as_device(device)  # a name is checked ("cuda:99" raises); a torch.device passes as is
     rows = window_rows(data, batch_size, seq_len, generator)
     token, row = rows.strides[1], rows.strides[0]
     # x and y as one (2, batch, seq_len) view of the rows: y starts one token further on

@@ -484,7 +484,7 @@ check("the 16 bytes per parameter over the parameter's own 4: the notes' 4x", su
 #
 # torch.optim keeps the same tensors plus, for the adaptive optimizers, a 4-byte `step`
 # tensor per parameter tensor (ours count steps in a Python int).
-# `lecture_utils.memory.predict_training_memory` is modelled on torch.optim
+# `lecture_utils.training_memory.predict_training_memory` is modelled on torch.optim
 # (tests/test_nb07_optim.py checks the two agree).
 
 # %% tags=["deeper"]
@@ -509,7 +509,8 @@ check("torch.optim - ours: 4 B of step per parameter tensor, adaptive optimizers
 # (master, $m$, $v$) is 6× those weights.
 
 # %% tags=["deeper"]
-from lecture_utils.memory import bytes_per_param, param_breakdown, tensor_bytes
+from lecture_utils.recipes import bytes_per_param, param_breakdown
+from lecture_utils.sizes import tensor_bytes
 
 mixed = param_breakdown("mixed_bf16_adamw")
 check("mixed bf16 AdamW: bytes / param", bytes_per_param("mixed_bf16_adamw"), 16)
@@ -532,7 +533,7 @@ check("... optimizer state (master + m + v) over the bf16 weight's bytes",
 
 # %% tags=["deeper"]
 from lecture_utils import cuda_only, measured
-from lecture_utils.memory import format_bytes
+from lecture_utils.sizes import format_bytes
 
 if cuda_only(device, "the peak memory of torch.optim.AdamW's step(): for-loop, foreach, fused"):
     N_MATRICES, SIDE = 8, 2048

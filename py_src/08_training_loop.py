@@ -39,7 +39,8 @@ from lecture_utils import check, check_answer
 from lecture_utils.data import data_dir, get_batch, load_tokens
 from lecture_utils.models import GPT, get_config
 from lecture_utils.optim import AdamW, state_bytes
-from lecture_utils.train import TrainConfig, Trainer, load_checkpoint, save_checkpoint, seed_everything
+from lecture_utils.device import seed_all
+from lecture_utils.train import TrainConfig, Trainer, load_checkpoint, save_checkpoint
 
 train_data = load_tokens(data_dir() / "tokens" / "train.bin")
 CPU, tiny = torch.device("cpu"), get_config("tiny")  # every run here is on the CPU
@@ -102,7 +103,7 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 # %% tags=["deeper"]
 import math
 
-seed_everything(0)
+seed_all(0)
 fresh_model = GPT(tiny)
 x, y = get_batch(train_data, batch_size, seq_len, CPU)
 with torch.no_grad():
@@ -266,7 +267,8 @@ def evaluate(model, batches) -> float:
     return sum(losses) / len(losses)
 
 # %% tags=["deeper"]
-from lecture_utils.memory import saved_tensor_bytes, tensor_bytes
+from lecture_utils.sizes import tensor_bytes
+from lecture_utils.training_memory import saved_tensor_bytes
 
 val_data = load_tokens(data_dir() / "tokens" / "val.bin")
 generator = torch.Generator().manual_seed(10_000)
@@ -324,7 +326,7 @@ check("one batch of 8 or two micro-batches of 4: the same mean loss and gradient
 # ## §8.1 Randomness
 #
 # Randomness hides in five places: initialisation, dropout, batch sampling, data order and
-# GPU kernels that add in no fixed order. Seeds fix the first four (`seed_everything` runs
+# GPU kernels that add in no fixed order. Seeds fix the first four (`seed_all` runs
 # the notes' four seeding lines; the sampler gets its own seeded generator).
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
@@ -332,7 +334,7 @@ check("one batch of 8 or two micro-batches of 4: the same mean loss and gradient
 
 # %% slideshow={"slide_type": "subslide"}
 def fresh(seed, deterministic=False):  # what a new process builds: model, optimizer, data sampler
-    seed_everything(seed, deterministic)  # deterministic=True: also use_deterministic_algorithms(True)
+    seed_all(seed, deterministic)  # deterministic=True: also use_deterministic_algorithms(True)
     model = GPT(tiny)
     return model, AdamW(model.parameters(), lr=3e-3), torch.Generator().manual_seed(seed + 1)
 
@@ -346,10 +348,10 @@ check("seed 0 twice: the same 5 losses, bit for bit", train(*fresh(0), steps=5) 
 # deterministic kernels, or raises where there are none; with the mode off, this check fails:
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S36"]
-seed_everything(0, deterministic=True)  # seeded, then deterministic mode on
+seed_all(0, deterministic=True)  # seeded, then deterministic mode on
 err = check("deterministic mode is on: put_, which has no deterministic kernel, raises",
             lambda: torch.zeros(4).put_(torch.tensor([0, 0]), torch.ones(2)), raises=RuntimeError)
-seed_everything(0)  # the flag is global: off again (seed_everything turns it off unless asked)
+seed_all(0)  # the flag is global: off again (seed_all turns it off unless asked)
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: float order, deterministic mode on the CPU and on CUDA
@@ -453,14 +455,15 @@ check("the notes' checkpoint: steps 6-10 replay batches 1-5, no loss matches",
 # #### `save_checkpoint` and `load_checkpoint`, written out
 #
 # `rng_state` collects every generator the next step may read: python's, numpy's, torch's
-# CPU and CUDA ones, and the sampler's own. The file is flushed and synced to disk before
-# the rename, and the folder after it, so that both the bytes and the rename survive a power
-# cut. `read_checkpoint` loads with `torch.load(weights_only=True)`, which never runs code
-# from the file, and turns a bad file into one clear error.
+# CPU and CUDA ones, and the sampler's own. `replace_atomically` (`lecture_utils/files.py`,
+# the one place the course writes files that must survive) writes a temporary file beside the
+# target, syncs it to disk, renames it over the target and syncs the folder, so that both
+# the bytes and the rename survive a power cut: a reader finds the old checkpoint or the new
+# one, never half of one. `read_checkpoint` loads with `torch.load(weights_only=True)`, which
+# never runs code from the file, and turns a bad file into one clear error.
 
 # %% tags=["deeper"]
-import os
-
+from lecture_utils.files import replace_atomically
 from lecture_utils.train import read_checkpoint, rng_state, set_rng_state
 
 # %% tags=["deeper"]
@@ -471,16 +474,8 @@ def save_checkpoint(path, model, optimizer, step: int, *, generator=None, **extr
     payload = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": int(step),
                "rng": rng_state(generator), "extra": extra}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        torch.save(payload, f)
-        f.flush()
-        os.fsync(f.fileno())  # the bytes are on disk before the rename
-    os.replace(tmp, path)  # atomic: a reader sees the old file or the new one, never half
-    folder = os.open(path.parent, os.O_RDONLY)
-    os.fsync(folder)  # and the rename itself survives a power cut
-    os.close(folder)
-    return path
+    # into a temporary file, synced, renamed over `path`, folder synced: never half a checkpoint
+    return replace_atomically(path, lambda f: torch.save(payload, f))
 
 
 def load_checkpoint(path, model, optimizer, *, generator=None) -> int:
@@ -754,7 +749,7 @@ check("e5m2 / e4m3 relative error on the same scaled activations (1 decimal)",
 # peak.
 
 # %% tags=["deeper"]
-from lecture_utils.memory import bytes_per_param, param_breakdown
+from lecture_utils.recipes import bytes_per_param, param_breakdown
 
 check("autocast caches its weight casts by default (cache_enabled=True)", torch.is_autocast_cache_enabled(), True)
 model_ac = GPT(tiny)

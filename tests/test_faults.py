@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from lecture_utils import files as files_module
 from lecture_utils import train
-from lecture_utils.train import checkpoint as checkpoint_module
 from lecture_utils.train import run as run_module
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -170,7 +170,8 @@ def test_a_second_trainer_on_the_same_out_exits_2_naming_the_holder(tmp_path, ca
 
 # --- 5. failed saves: one line, no temporary file, the previous checkpoint intact
 
-def _failing_open(error_no: int, after_bytes: int):
+def _failing_open(error_no: int, after_bytes: int, only: str = ""):
+    """``open`` for files whose path holds ``only``: fails at once, or after ``after_bytes``."""
     real_open = builtins.open
 
     class Failing:
@@ -193,6 +194,8 @@ def _failing_open(error_no: int, after_bytes: int):
             self.f.close()
 
     def fake_open(path, mode="r", *args, **kwargs):
+        if only not in str(path):
+            return real_open(path, mode, *args, **kwargs)
         if after_bytes < 0:
             raise OSError(error_no, os.strerror(error_no), str(path))
         return Failing(real_open(path, mode, *args, **kwargs))
@@ -208,7 +211,9 @@ def test_a_failed_save_is_one_line_and_keeps_the_previous_checkpoint(tmp_path, c
                                                                       after_bytes, reason):
     out = tmp_path / "R"
     assert _main(capsys, "--steps", "2", "--out", str(out), "--ckpt-every", "1")[0] == 0
-    monkeypatch.setattr(checkpoint_module, "open", _failing_open(error_no, after_bytes), raising=False)
+    # the checkpoint's temporary file (lecture_utils/files.py writes it), not the log or the summary
+    monkeypatch.setattr(files_module, "open", _failing_open(error_no, after_bytes, only="checkpoint.pt"),
+                        raising=False)
     code, _, err = _main(capsys, "--steps", "4", "--out", str(out), "--ckpt-every", "1", "--resume")
     assert code == 1 and len(err) == 1, err
     assert (f"cannot save the step-3 checkpoint to {out / 'checkpoint.pt'}: {reason}; the checkpoint at step 2 "

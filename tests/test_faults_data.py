@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 
-from lecture_utils import bench, get_device, hardware
+from lecture_utils import bench, files, get_device, hardware
 from lecture_utils import data as data_mod
 from lecture_utils import prepare as prep_mod
 from lecture_utils.data import Prefetcher, get_batch, load_tokens, write_tokens
@@ -106,7 +106,7 @@ def test_a_full_disk_midway_leaves_the_old_files(prepared, monkeypatch, capsys, 
         def failing(path):  # flushing the built files, before the COMMITTING marker
             full.filename = str(path)
             raise full
-        monkeypatch.setattr(prep_mod, "fsync", failing)
+        monkeypatch.setattr(files, "fsync", failing)  # files.seal flushes through it
     else:
         real = prep_mod.write_tokens
 
@@ -271,7 +271,7 @@ class TestKillWhileMoving:  # its own xdist unit (tests/conftest.py)
         prep_mod.prepare(reference, vocab_size=VOCAB + 100)
         kill_prepare(prepared, "moving", VOCAB + 100, wait_for_line)
         stale = staging_folders(prepared)
-        assert len(stale) == 1 and (stale[0] / prep_mod.COMMIT_MARKER).exists()
+        assert len(stale) == 1 and files.is_sealed(stale[0])
         assert prep_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", str(VOCAB + 100)]) == 0
         assert one_line(capsys.readouterr().err) == (f"finished moving in the files of an interrupted prepare "
                                                      f"({stale[0].name})")

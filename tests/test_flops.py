@@ -14,12 +14,12 @@ from lecture_utils.flops import (
     mfu,
     training_days,
     training_flops,
-    training_time_calculator,
     training_time_table,
     transformer_flops,
     transformer_flops_breakdown,
 )
 from lecture_utils.models import GPT, get_config
+from lecture_utils.widgets import training_time_calculator
 
 
 def _counter_flops(fn, *args) -> int:

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from lecture_utils import hardware
-from lecture_utils.hardware import ACCELERATORS, detect, lookup, match_device_name
+from lecture_utils.hardware import ACCELERATORS, detect, find_accelerator, match_device_name
 
 REQUIRED = ["A100 SXM 80GB", "H100 SXM", "H100 PCIe", "H200", "B200", "MI300X", "RTX 4090", "L4"]
 
@@ -13,7 +13,7 @@ def test_table_has_the_required_accelerators():
 
 def test_lecture_figures():
     """§1.1 and §3.4 of the notes: A100 19.5 / 312, H100 67 / 989.5 (= 1979 / 2)."""
-    a100, h100 = lookup("A100"), lookup("H100")
+    a100, h100 = find_accelerator("A100"), find_accelerator("H100")
     assert (a100.peak("fp32"), a100.peak("bf16")) == (19.5e12, 312e12)
     assert (h100.peak("fp32"), h100.peak("bf16")) == (67e12, 989.5e12)
     assert h100.sparse_flops["bf16"] == 1979e12
@@ -41,7 +41,7 @@ def test_entries_are_sane(name):
 
 def test_a100_has_no_fp8():
     with pytest.raises(ValueError, match="has no fp8 peak; it has: fp32, tf32, bf16, fp16"):
-        lookup("A100").peak("fp8")
+        find_accelerator("A100").peak("fp8")
 
 
 @pytest.mark.parametrize(("name", "expected"), [
@@ -49,34 +49,34 @@ def test_a100_has_no_fp8():
     ("rtx4090", "RTX 4090"), ("4090", "RTX 4090"), ("mi300x", "MI300X"), ("l4", "L4"), ("H200", "H200"),
 ])
 def test_lookup_is_case_insensitive_with_aliases(name, expected):
-    assert lookup(name).name == expected
+    assert find_accelerator(name).name == expected
 
 
 def test_lookup_passes_entries_through():
     acc = ACCELERATORS["L4"]
-    assert lookup(acc) is acc
+    assert find_accelerator(acc) is acc
 
 
 def test_unknown_name_lists_close_matches():
     with pytest.raises(ValueError, match=r"unknown accelerator 'H1000'; did you mean .*H100 SXM"):
-        lookup("H1000")
+        find_accelerator("H1000")
     with pytest.raises(ValueError, match="known: A100 SXM 80GB"):
-        lookup("TPU v5e")
+        find_accelerator("TPU v5e")
     with pytest.raises(TypeError):
-        lookup(100)
+        find_accelerator(100)
 
 
 @pytest.mark.parametrize(("dtype", "key"), [(torch.bfloat16, "bf16"), ("float16", "fp16"), ("FP32", "fp32"),
                                             (torch.float8_e4m3fn, "fp8")])
 def test_peak_accepts_torch_dtypes_and_names(dtype, key):
-    acc = lookup("H100")
+    acc = find_accelerator("H100")
     assert acc.peak(dtype) == acc.dense_flops[key]
 
 
 @pytest.mark.parametrize(("bad", "error"), [("int8", ValueError), ("fp4", ValueError), (16, TypeError)])
 def test_peak_rejects_unknown_dtypes(bad, error):
     with pytest.raises(error):
-        lookup("H100").peak(bad)
+        find_accelerator("H100").peak(bad)
 
 
 @pytest.mark.parametrize(("device_name", "expected"), [

@@ -281,7 +281,9 @@ def test_memory_calculator_widget_updates_its_table():
 def test_one_dtype_table_serves_memory_hardware_bench_and_the_trainer():
     from lecture_utils import bench, dtypes, hardware
 
-    assert hardware.DTYPES == dtypes.SPEC_NAMES == ("fp32", "tf32", "bf16", "fp16", "fp8")
+    assert dtypes.SPEC_NAMES == ("fp32", "tf32", "bf16", "fp16", "fp8")
+    # every spec-sheet column of the hardware table is a name of the one dtype table
+    assert {k for acc in hardware.ACCELERATORS.values() for k in acc.dense_flops} <= set(dtypes.SPEC_NAMES)
     assert bench.spec_name is dtypes.spec_name
     assert set(dtypes.PRECISIONS) <= set(dtypes.SPEC_NAMES)
     # Every storage dtype is a real torch dtype of the size torch says.
@@ -299,11 +301,11 @@ def test_spec_sheet_names(spelling, spec):
 
 
 def test_tf32_is_a_math_mode_of_float32():
-    from lecture_utils.dtypes import lookup
+    from lecture_utils.dtypes import find_format
 
     assert as_dtype("tf32") is torch.float32 and tensor_bytes((3,), "tf32") == 12
-    assert "math mode" in lookup("tf32").note
-    assert lookup(torch.float32).name == "float32"  # a float32 tensor is float32, not tf32
+    assert "math mode" in find_format("tf32").note
+    assert find_format(torch.float32).name == "float32"  # a float32 tensor is float32, not tf32
 
 
 # --- optimizer state: derived from lecture_utils.optim, checked against torch.optim

@@ -20,8 +20,10 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from lecture_utils import optim  # noqa: E402
-from lecture_utils.memory import param_breakdown, predict_training_memory, tensor_bytes  # noqa: E402
 from lecture_utils.plots import OPTIMIZER_PATHS_FIGSIZE, plot_optimizer_paths  # noqa: E402
+from lecture_utils.recipes import param_breakdown  # noqa: E402
+from lecture_utils.sizes import tensor_bytes  # noqa: E402
+from lecture_utils.training_memory import predict_training_memory  # noqa: E402
 
 TORCH = {"sgd": (torch.optim.SGD, {}), "momentum": (torch.optim.SGD, {"momentum": 0.9}),
          "adagrad": (torch.optim.Adagrad, {}), "rmsprop": (torch.optim.RMSprop, {}),

@@ -5,7 +5,7 @@ The determinism check is the notebook's, verbatim: a kernel with no deterministi
 implementation (``put_`` with ``accumulate=False``, listed as raising in the
 ``torch.use_deterministic_algorithms`` docs) must raise. The notebook's earlier check compared
 two runs' losses, which match on a CPU whether the mode is on or not, and ran after
-``seed_everything(seed)``, which switches the mode off: it passed with determinism never on.
+``seed_all(seed)``, which switches the mode off: it passed with determinism never on.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import pytest
 import torch
 
 from lecture_utils import check, train
-from lecture_utils.memory import bytes_per_param, max_params_that_fit, param_breakdown
+from lecture_utils.device import seed_all
 from lecture_utils.models import GPT, get_config
 from lecture_utils.optim import AdamW, state_bytes
+from lecture_utils.recipes import bytes_per_param, max_params_that_fit, param_breakdown
 
 
 def notebook_determinism_check():
@@ -31,27 +32,27 @@ def notebook_determinism_check():
 @pytest.fixture
 def mode_restored():
     yield
-    train.seed_everything(0)  # off again: the flag is global
+    seed_all(0)  # off again: the flag is global
     assert not torch.are_deterministic_algorithms_enabled()
 
 
 def test_the_determinism_check_fails_with_the_mode_off(mode_restored):
-    train.seed_everything(0)
+    seed_all(0)
     assert not torch.are_deterministic_algorithms_enabled()
     with pytest.raises(AssertionError, match="expected: RuntimeError"):
         notebook_determinism_check()
 
 
 def test_the_determinism_check_passes_with_the_mode_on(mode_restored):
-    train.seed_everything(0, deterministic=True)
+    seed_all(0, deterministic=True)
     err = notebook_determinism_check()
     assert "does not have a deterministic implementation" in str(err)
 
 
 def test_seeding_again_switches_the_mode_off_so_the_check_then_fails(mode_restored):
-    # The old notebook turned the mode on, then seeded a run with seed_everything(seed): off again.
-    train.seed_everything(0, deterministic=True)
-    train.seed_everything(0)
+    # The old notebook turned the mode on, then seeded a run with seed_all(seed): off again.
+    seed_all(0, deterministic=True)
+    seed_all(0)
     assert not torch.are_deterministic_algorithms_enabled()
     with pytest.raises(AssertionError):
         notebook_determinism_check()
@@ -71,9 +72,9 @@ def test_losses_match_with_the_mode_off_too_so_they_prove_nothing_about_it(mode_
             out.append(loss.item())
         return out
 
-    train.seed_everything(0)
+    seed_all(0)
     off = losses()
-    train.seed_everything(0, deterministic=True)
+    seed_all(0, deterministic=True)
     assert losses() == off
 
 

@@ -170,9 +170,8 @@ def test_saving_the_curves_is_atomic(tmp_path, monkeypatch):
     good = target.read_bytes()
     assert good.startswith(b"\x89PNG")
 
-    def crash(self, fname, **kw):  # a full disk half-way through writing the temporary file
-        with open(fname, "wb") as f:
-            f.write(b"\x89PNG half")
+    def crash(self, file, **kw):  # a full disk half-way through writing the temporary file
+        file.write(b"\x89PNG half")
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(plt.Figure, "savefig", crash)

@@ -259,19 +259,18 @@ def test_save_fsyncs_the_file_with_all_its_bytes_and_then_the_folder(tmp_path, m
     assert synced[0][2] == final.st_size  # nothing was left in Python's buffer when it was synced
 
 
-def test_seed_everything_and_deterministic_switch():
-    assert train.seed_everything is device.seed_all  # one seeding function, two names
-    train.seed_everything(5, deterministic=True)
+def test_seed_all_and_deterministic_switch():
+    device.seed_all(5, deterministic=True)
     try:
         assert torch.are_deterministic_algorithms_enabled()
         a = torch.rand(3)
-        train.seed_everything(5, deterministic=True)
+        device.seed_all(5, deterministic=True)
         assert torch.equal(a, torch.rand(3))
     finally:
-        train.seed_everything(0, deterministic=False)
+        device.seed_all(0, deterministic=False)
     assert not torch.are_deterministic_algorithms_enabled()
     with pytest.raises(TypeError):
-        train.seed_everything(0, deterministic="yes")
+        device.seed_all(0, deterministic="yes")
 
 
 # --- the trainer

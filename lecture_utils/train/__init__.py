@@ -15,8 +15,8 @@ import importlib
 
 # Imported when first used: `python -m lecture_utils.train` loads torch only in its __main__, where a
 # Ctrl-C during the start is one line.
-_HOMES = {"seed_everything": ("lecture_utils.device", "seed_all"), "build_parser": "cli", "main": "cli",
-          "OPTIMIZERS": "config", "PRECISIONS": "config", "TrainConfig": "config",
+_HOMES = {"build_parser": "cli", "main": "cli",
+          "ADAMW_VERSIONS": "config", "PRECISIONS": "config", "TrainConfig": "config",
           "Trainer": "trainer", "clip_grad_norm": "loop", "cosine_lr": "loop", "evaluate": "loop",
           "train_step": "loop", "CHECKPOINT": "run", "LOG": "run", "load_checkpoint": "checkpoint",
           "read_checkpoint": "checkpoint", "rng_state": "checkpoint", "save_checkpoint": "checkpoint",

@@ -8,7 +8,7 @@ into one clear error, and checks the sha256 that the Trainer stores with its che
 
 from __future__ import annotations
 
-import os
+import hashlib
 import pickle
 import random
 import warnings
@@ -17,7 +17,34 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lecture_utils.train.run import payload_digest
+from lecture_utils.files import replace_atomically
+
+
+def payload_digest(model_state: dict, optimizer_state: dict, step: int, rng: dict) -> str:
+    """sha256 over every tensor's bytes and every plain value of a checkpoint's payload."""
+    h = hashlib.sha256()
+
+    def feed(x):
+        if isinstance(x, torch.Tensor):
+            t = x.detach().cpu().contiguous()
+            h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
+            h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+        elif isinstance(x, dict):
+            h.update(b"{")
+            for k in sorted(x, key=repr):
+                h.update(repr(k).encode())
+                feed(x[k])
+            h.update(b"}")
+        elif isinstance(x, list | tuple):  # a tuple may come back as a list: the same here
+            h.update(b"[")
+            for v in x:
+                feed(v)
+            h.update(b"]")
+        else:
+            h.update(repr(x).encode())
+
+    feed([model_state, optimizer_state, int(step), rng])
+    return h.hexdigest()
 
 
 def rng_state(generator: torch.Generator | None = None) -> dict:
@@ -117,16 +144,8 @@ def save_checkpoint(path, model, optimizer, step: int, *, generator=None, **extr
     payload = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": int(step),
                "rng": rng_state(generator), "extra": extra}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        torch.save(payload, f)
-        f.flush()
-        os.fsync(f.fileno())  # the bytes are on disk before the rename
-    os.replace(tmp, path)  # atomic: a reader sees the old file or the new one, never half
-    folder = os.open(path.parent, os.O_RDONLY)
-    os.fsync(folder)  # and the rename itself survives a power cut
-    os.close(folder)
-    return path
+    # into a temporary file, synced, renamed over `path`, folder synced: never half a checkpoint
+    return replace_atomically(path, lambda f: torch.save(payload, f))
 
 
 def load_checkpoint(path, model, optimizer, *, generator=None) -> int:

@@ -14,7 +14,7 @@ from lecture_utils import validate
 from lecture_utils.dtypes import PRECISIONS  # the one dtype table
 from lecture_utils.models import CONFIGS
 
-OPTIMIZERS = ("lecture", "fused")
+ADAMW_VERSIONS = ("lecture", "fused")
 DEFAULT_WARMUP = 20
 
 
@@ -76,7 +76,7 @@ class TrainConfig:
         if self.precision is not None:
             put("precision", validate.choice(self.precision, PRECISIONS, "precision"))
         if self.optimizer is not None:
-            put("optimizer", validate.choice(self.optimizer, OPTIMIZERS, "optimizer"))
+            put("optimizer", validate.choice(self.optimizer, ADAMW_VERSIONS, "optimizer"))
         for name in ("deterministic", "zero1", "compile"):
             validate.instance(getattr(self, name), bool, name)
         if self.device is not None:

@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 
 from lecture_utils.device import get_device, seed_all
-from lecture_utils.dtypes import lookup
+from lecture_utils.dtypes import find_format
 from lecture_utils.flops import transformer_flops
 from lecture_utils.models import GPTConfig, get_config
 from lecture_utils.train.config import DEFAULT_WARMUP, TrainConfig
@@ -85,7 +85,7 @@ class Plan:
         """The forward pass's context: ``nullcontext()`` in fp32, ``torch.autocast`` otherwise."""
         if self.precision == "fp32":
             return contextlib.nullcontext()
-        return torch.autocast(device_type=self.device.type, dtype=lookup(self.precision).dtype)
+        return torch.autocast(device_type=self.device.type, dtype=find_format(self.precision).dtype)
 
     def resolved(self) -> dict:
         """What the checkpoint records of these choices (--resume compares them)."""
@@ -164,12 +164,12 @@ def check_settings(payload: dict, cfg: TrainConfig, plan: Plan, path: Path, allo
     return changed
 
 
-def peak_flops(plan: Plan) -> tuple[float, str]:
+def resolve_peak(plan: Plan) -> tuple[float, str]:
     """What MFU divides by, and where it came from: a GPU's dense spec-sheet peak, or (CPU, MPS, a
     GPU missing from the table) the best matmul measured here, which makes MFU a fraction of that."""
     from lecture_utils.bench import peak_flops as best
 
-    peak = best(plan.device, plan.precision, n=1024 if plan.device.type == "cpu" else 8192, min_run_time=0.05)
+    peak = best(plan.device, plan.precision, min_run_time=0.05)  # bench owns the matmul sizes
     if peak.is_measured:
         return peak.flops_per_s, f"{peak.source}; MFU is relative to that matmul, not a datasheet peak"
     return peak.flops_per_s, peak.source

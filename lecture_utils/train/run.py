@@ -5,23 +5,20 @@ the process exits, so a lock left by a killed trainer is simply taken over), sta
 files of dead processes removed at start, an existing run refused unless ``--resume`` (or
 moved aside with ``--overwrite``, never deleted), an append-only log that tolerates a torn
 last line, and checkpoint saves whose failures (full disk, no permission) are one line and
-leave the previous checkpoint intact. ``payload_digest`` is the checksum stored in every
-checkpoint the Trainer writes; ``read_checkpoint`` checks it.
+leave the previous checkpoint intact (the checksum it stores is ``checkpoint.payload_digest``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
 from pathlib import Path
 
-import torch
-
 from lecture_utils.console import describe
 from lecture_utils.files import TEMPORARY, FolderLock, move_in, temporary, write_text
+from lecture_utils.train.checkpoint import read_checkpoint
 
 # A run's own files in --out: what --overwrite moves aside (the lock stays: this trainer holds it).
 CHECKPOINT = "checkpoint.pt"
@@ -57,33 +54,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # someone else's process: alive
         return True
     return True
-
-
-def payload_digest(model_state: dict, optimizer_state: dict, step: int, rng: dict) -> str:
-    """sha256 over every tensor's bytes and every plain value of a checkpoint's payload."""
-    h = hashlib.sha256()
-
-    def feed(x):
-        if isinstance(x, torch.Tensor):
-            t = x.detach().cpu().contiguous()
-            h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
-            h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
-        elif isinstance(x, dict):
-            h.update(b"{")
-            for k in sorted(x, key=repr):
-                h.update(repr(k).encode())
-                feed(x[k])
-            h.update(b"}")
-        elif isinstance(x, list | tuple):  # a tuple may come back as a list: the same here
-            h.update(b"[")
-            for v in x:
-                feed(v)
-            h.update(b"]")
-        else:
-            h.update(repr(x).encode())
-
-    feed([model_state, optimizer_state, int(step), rng])
-    return h.hexdigest()
 
 
 def read_log(path: Path) -> tuple[list[dict], str | None]:
@@ -311,8 +281,6 @@ class RunFolder:
 def resume_payload(out: Path) -> dict:
     """The checkpoint --resume continues: one ValueError naming the file and why, if there is none
     or it cannot be used (read_checkpoint: truncated, flipped bytes, another program's pickle)."""
-    from lecture_utils.train.checkpoint import read_checkpoint  # checkpoint imports this module
-
     path = Path(out) / CHECKPOINT
     if not path.is_file():
         raise ValueError(RunFolder(out).nothing_to_resume())

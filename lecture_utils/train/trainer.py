@@ -22,16 +22,15 @@ import torch.distributed as dist
 
 from lecture_utils.train import loop
 from lecture_utils.train.build import build
-from lecture_utils.train.checkpoint import resume_from, rng_state, save_checkpoint
+from lecture_utils.train.checkpoint import payload_digest, resume_from, rng_state, save_checkpoint
 from lecture_utils.train.config import TrainConfig
-from lecture_utils.train.resolve import Process, check_settings, peak_flops, resolve
+from lecture_utils.train.resolve import Process, check_settings, resolve, resolve_peak
 from lecture_utils.train.run import (
     CHECKPOINT,
     SUMMARY,
     RunError,
     RunFolder,
     check_out,
-    payload_digest,
     resume_payload,
 )
 
@@ -104,9 +103,9 @@ class Trainer:
                          f"sequences, accumulating {batches.accum} (effective batch unchanged)")
 
     def _peak_flops(self) -> float:
-        """What MFU divides by (resolve.peak_flops), resolved once, on the first run()."""
+        """What MFU divides by (resolve.resolve_peak), resolved once, on the first run()."""
         if self.peak is None:
-            self.peak, self.peak_source = peak_flops(self.plan)
+            self.peak, self.peak_source = resolve_peak(self.plan)
         self.peak_source = self.peak_source or "set by the caller"
         return self.peak
 

@@ -1,0 +1,156 @@
+"""The package's shape (issue 23): one home per name, no import circle, one module for durable files.
+
+These read the source with ``ast``, so each rule names the file and line that breaks it; each rule
+is also shown to catch a planted break.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "lecture_utils"
+MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "_data" not in p.parts)
+# Every tool that writes files: the package, the scripts, the benchmarks, the notebooks' sources.
+WRITERS = MODULES + sorted((ROOT / "scripts").glob("*.py")) + sorted((ROOT / "benchmarks").glob("*.py")) \
+    + sorted((ROOT / "py_src").glob("*.py"))
+DURABLE = re.compile(r"\bos\.replace\(|\bfsync\(|\bflock\(")
+FILES_MODULE = PACKAGE / "files.py"
+# A command-line module's entry points: every CLI has its own, by convention.
+ENTRY_POINTS = {"main", "build_parser", "_Parser", "_HOMES", "__all__", "__getattr__", "__dir__"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set[str]:
+    """The lecture_utils modules ``path`` imports, at the top or inside a function (not under
+    ``if __name__ == "__main__":``, which runs as ``__main__``, a module of its own)."""
+    found = set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree.body = [n for n in tree.body if not (isinstance(n, ast.If) and "__main__" in ast.unparse(n.test))]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("lecture_utils")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("lecture_utils"):
+            known = {module_name(p) for p in MODULES}
+            # `from lecture_utils.train import loop` imports the submodule; `import X from pkg` the package
+            found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module
+                      for a in node.names}
+    return found
+
+
+def import_graph(modules: dict[str, set[str]]) -> dict[str, set[str]]:
+    # A package's own __init__ is where a lazy import map points from: not an edge of a circle.
+    return {m: {t for t in targets if t != m and t in modules and t != m.rsplit(".", 1)[0]}
+            for m, targets in modules.items()}
+
+
+def circle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle in ``graph``, or None."""
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        state[node] = 2
+        path.pop()
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return None
+
+
+def test_the_package_has_no_import_circle():
+    graph = import_graph({module_name(p): imports(p) for p in MODULES})
+    assert circle(graph) is None
+    # planted: the flops <-> widgets circle this issue found
+    planted = {**graph, "lecture_utils.flops": graph["lecture_utils.flops"] | {"lecture_utils.widgets"}}
+    assert circle(planted) == ["lecture_utils.flops", "lecture_utils.widgets", "lecture_utils.flops"]
+
+
+def top_level_names(path: Path) -> set[str]:
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names - ENTRY_POINTS
+
+
+def doubles(defined: dict[str, set[str]]) -> dict[str, list[str]]:
+    homes: dict[str, list[str]] = {}
+    for module, names in defined.items():
+        for name in names:
+            homes.setdefault(name, []).append(module)
+    return {name: sorted(where) for name, where in homes.items() if len(where) > 1}
+
+
+def test_a_name_has_one_home_and_one_meaning():
+    defined = {module_name(p): top_level_names(p) for p in MODULES}
+    assert doubles(defined) == {}
+    planted = {**defined, "lecture_utils.hardware": defined["lecture_utils.hardware"] | {"DTYPES"}}
+    assert doubles(planted) == {"DTYPES": ["lecture_utils.dtypes", "lecture_utils.hardware"]}
+
+
+def reexports(path: Path) -> list[str]:
+    """Names a module imports only to hand on (``# noqa: F401``, or an alias ``X = module.Y``)."""
+    text = path.read_text(encoding="utf-8")
+    found = [f"{path.name}:{i}" for i, line in enumerate(text.splitlines(), 1) if "noqa: F401" in line]
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id[:1].islower() \
+                and all(isinstance(t, ast.Name) and t.id[:1].islower() for t in node.targets):
+            found.append(f"{path.name}:{node.lineno} {node.targets[0].id} = {node.value.id}")
+    return found
+
+
+def test_no_module_re_exports_another_modules_names():
+    assert [r for p in MODULES for r in reexports(p)] == []
+
+
+def test_no_module_re_exports_catches_an_alias_and_a_kept_import(tmp_path):
+    shim = tmp_path / "shim.py"
+    shim.write_text("from lecture_utils.device import seed_all\nseed_everything = seed_all\n"
+                    "from lecture_utils.widgets import training_time_calculator  # noqa: F401\n")
+    assert reexports(shim) == ["shim.py:3", "shim.py:2 seed_everything = seed_all"]
+
+
+def durable_writes(paths: list[Path]) -> list[str]:
+    found = []
+    for path in paths:
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if DURABLE.search(line.split("#", 1)[0]):
+                found.append(f"{path.relative_to(ROOT)}:{i}")
+    return found
+
+
+def test_os_replace_fsync_and_flock_live_in_one_module():
+    assert {f.split(":")[0] for f in durable_writes(WRITERS)} == {"lecture_utils/files.py"}
+
+
+@pytest.mark.parametrize("line", ["    os.replace(tmp, path)", "    os.fsync(f.fileno())",
+                                  "    fcntl.flock(fd, fcntl.LOCK_EX)"])
+def test_a_durable_write_outside_files_py_is_caught(tmp_path, line):
+    rogue = ROOT / "scripts" / "_rogue_writer_for_a_test.py"
+    try:
+        rogue.write_text(f"def save(tmp, path, f, fd):\n{line}\n")
+        assert durable_writes([rogue]) == ["scripts/_rogue_writer_for_a_test.py:2"]
+    finally:
+        rogue.unlink()
