@@ -105,7 +105,7 @@ corpus:  ## re-extract data/corpus/ from Debian's dict-jargon and dict-devil (ne
 
 # The GPU check needs only a python3 with torch (no venv, no Jupyter): see docs/gpu/README.md.
 GPU_PYTHON ?= python3
-gpu-check:  ## on a CUDA machine: every notebook's .py, a memory check, the benchmarks; report in build/gpu-check/
+gpu-check:  ## on a CUDA machine: every notebook's .py and the benchmarks; report in build/gpu-check/
 	$(GPU_PYTHON) scripts/gpu_check.py --out build/gpu-check
 
 gpu-rehearsal: $(STAMP)  ## the same stages on this CPU, as on the lent GPU machine; report in build/gpu-rehearsal/

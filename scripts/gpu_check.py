@@ -1,4 +1,4 @@
-"""The GPU check: every notebook's .py twin, a memory check and the benchmarks, on a lent GPU machine.
+"""The GPU check: every notebook's .py twin and the benchmarks, on a lent GPU machine.
 
     python3 scripts/gpu_check.py --out DIR                  # on a CUDA machine (make gpu-check)
     python3 scripts/gpu_check.py --out DIR --device cpu     # the same stages, rehearsed on the CPU
@@ -12,7 +12,6 @@ process of its own:
   a cell (or a failed one) would have bound, is skipped. Every ``if cuda_only(device, "<what>"):``
   block is reported by its ``what``: passed, failed (with the failing statement) or skipped, with
   its asserts and the ``[measured]``/``[per-device]`` lines it printed;
-- ``memory``: one AdamW step of notebook 04's MLP, its peak against ``mlp_peak_bytes``;
 - a benchmark (``benchmarks/*.py``): its figures and targets (met / missed).
 
 It writes four files into DIR and nothing else anywhere: ``report.json``, ``summary.md``,
@@ -236,62 +235,6 @@ def run_notebook(py: Path, stream=None) -> dict:
 # --- the other stages, in the child process -----------------------------------------------------
 
 
-def memory_check(device_name: str) -> dict:
-    """Predicted versus measured peak of one steady-state AdamW step of notebook 04's MLP.
-
-    On CUDA, in this fresh process: first one matmul forward and backward, so that cuBLAS has its
-    workspaces (one per thread and stream: the forward's and autograd's backward thread's, 32 MiB
-    each on Hopper), then ``memory_allocated()`` as the baseline; the step's
-    ``max_memory_allocated()`` minus it is compared with ``mlp_peak_bytes``. On the CPU the peak of
-    live tensor bytes (``lecture_utils.trace.LiveBytes``) stands in. Within 5% passes.
-    """
-    import torch
-
-    from lecture_utils.device import get_device
-    from lecture_utils.models import Cruncher
-    from lecture_utils.trace import LiveBytes
-    from lecture_utils.training_memory import mlp_peak_bytes
-
-    device = get_device(device_name)
-    cuda = device.type == "cuda"
-    layers, width, batch = (8, 2048, 8192) if cuda else (4, 256, 1024)  # batch > width: see mlp_peak_bytes
-
-    def step(model, x, optimizer):
-        optimizer.zero_grad(set_to_none=True)
-        model(x).pow(2).mean().backward()
-        optimizer.step()
-
-    baseline = 0
-    if cuda:
-        warm = torch.randn(256, 256, device=device, requires_grad=True)
-        (warm @ warm).sum().backward()  # cuBLAS workspaces for this thread and autograd's
-        del warm
-        torch.cuda.synchronize()
-        baseline = torch.cuda.memory_allocated()
-    model, x = Cruncher(width, layers, device=device), torch.randn(batch, width, device=device)
-    optimizer = torch.optim.AdamW(model.parameters())
-    step(model, x, optimizer)  # warm-up: creates AdamW's state
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        step(model, x, optimizer)
-        torch.cuda.synchronize()
-        peak, how = torch.cuda.max_memory_allocated() - baseline, "max_memory_allocated() minus the baseline"
-    else:
-        tracker = LiveBytes([x, *model.parameters(), *(p.grad for p in model.parameters()),
-                             *(t for s in optimizer.state.values() for t in s.values())])
-        with tracker:
-            step(model, x, optimizer)
-        peak, how = tracker.peak, "peak live tensor bytes (LiveBytes): the CPU rehearsal"
-    predicted = mlp_peak_bytes(n_layers=layers, width=width, batch=batch, optimizer="adamw")
-    print(f"Cruncher(width={width}, n_layers={layers}), batch {batch}, AdamW, fp32 on {device}: predicted "
-          f"{predicted:,} B, measured {peak:,} B ({how}), ratio {peak / predicted:.4f}, baseline {baseline:,} B")
-    return {"status": "passed" if abs(peak / predicted - 1) < 0.05 else "failed",
-            "model": f"Cruncher(width={width}, n_layers={layers}), batch {batch}, AdamW, fp32",
-            "predicted_peak_bytes": predicted, "measured_peak_bytes": peak, "baseline_bytes": baseline,
-            "how": how, "ratio": round(peak / predicted, 4)}
-
-
 def run_benchmark(path: Path, quick: bool) -> dict:
     """One benchmark script, in this process, as ``python3 benchmarks/X.py [--quick]`` would run."""
     sys.path.insert(0, str(path.parent))  # its _targets.py sits beside it
@@ -327,7 +270,7 @@ def stage(name: str, device: str, quick: bool) -> int:
         detail = run_notebook(target)
         detail["status"] = "passed" if detail["status"] == "ok" else "failed"
     else:
-        detail = memory_check(device) if kind == "memory" else run_benchmark(target, quick)
+        detail = run_benchmark(target, quick)
     from lecture_utils.device import describe_device, get_device
 
     detail["device"] = describe_device(get_device(device))
@@ -337,7 +280,6 @@ def stage(name: str, device: str, quick: bool) -> int:
 
 
 STAGES = {**{p.stem: ("notebook", p) for p in sorted((ROOT / "py_src").glob("[0-9][0-9]_*.py"))},
-          "memory": ("memory", None),
           **{p.stem: ("benchmark", p) for p in sorted((ROOT / "benchmarks").glob("[a-z]*.py"))}}
 
 
@@ -494,9 +436,6 @@ def brief(row: dict) -> str:
         counts = ", ".join(f"{blocks.count(s)} {s}" for s in ("passed", "failed", "skipped") if blocks.count(s))
         return (f"{detail['ran']}/{detail['cells']} cells, {detail['checks']} checks, {len(detail['skipped'])} "
                 f"skipped; GPU blocks: {counts or 'none'}" + (f"; {detail['error']}" if "error" in detail else ""))
-    if row["kind"] == "memory":
-        return (f"measured / predicted peak {detail['ratio']:.4f} ({detail['measured_peak_bytes']:,} / "
-                f"{detail['predicted_peak_bytes']:,} B)")
     verdicts = [target_verdict(t) for t in row.get("targets", [])]
     return (f"exit {detail.get('returncode')}; targets: "
             + (", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts)) or "none printed"))
@@ -526,12 +465,7 @@ def summary_markdown(report: dict) -> str:
               "A missed target is information; only a gross regression (worse than half the target) fails a "
               "benchmark.", ""]
     lines += [f"- {n}: `{t}`" for n, r in stages.items() for t in r.get("targets", [])] or ["- (none ran)"]
-    memory = stages.get("memory", {}).get("detail")
-    lines += ["", "## Memory: predicted versus measured peak", "",
-              f"{memory['model']} on {memory['device']}: predicted {memory['predicted_peak_bytes']:,} B, measured "
-              f"{memory['measured_peak_bytes']:,} B ({memory['how']}): ratio {memory['ratio']:.4f} "
-              f"({'within' if stages['memory']['status'] == 'passed' else 'outside'} 5%)." if memory else "(not run)",
-              "", "Every `[measured]` and `[per-device]` line and every figure: `report.json`; every stage's output: "
+    lines += ["", "Every `[measured]` and `[per-device]` line and every figure: `report.json`; every stage's output: "
               "`logs.txt`; published figures beside these: [reference.md](reference.md)."]
     return "\n".join(lines) + "\n"
 

@@ -154,3 +154,22 @@ def test_a_durable_write_outside_files_py_is_caught(tmp_path, line):
         assert durable_writes([rogue]) == ["scripts/_rogue_writer_for_a_test.py:2"]
     finally:
         rogue.unlink()
+
+
+def mapped_modules(text: str) -> list[str]:
+    """The modules CONTRIBUTING.md's module map names (``train/run`` -> ``lecture_utils/train/run.py``)."""
+    table = text[text.index("<!-- module-map"):].split("\n\n", 1)[0]
+    names = []
+    for row in table.splitlines()[3:]:
+        names += re.findall(r"`([\w/]+)`", row.split(" | ")[0])
+    return names
+
+
+def test_the_module_map_in_contributing_names_every_module_once():
+    names = mapped_modules((ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8"))
+    on_disk = sorted(p.relative_to(PACKAGE).with_suffix("").as_posix() for p in MODULES
+                     if p.name != "__init__.py" or p.parent == PACKAGE)
+    assert sorted(n.replace("/__init__", "") for n in names) == on_disk
+    assert len(names) == len(set(names))
+    # planted: a module the map forgot
+    assert sorted(mapped_modules("<!-- module-map -->\n| m | w |\n| --- | --- |\n| `device` | x |\n")) != on_disk

@@ -3,12 +3,10 @@
     python -m lecture_utils.train --config tiny --steps 200 --out runs/tiny [--ckpt-every 50] [--resume]
     torchrun --nproc_per_node=2 -m lecture_utils.train --config tiny --steps 200 --out runs/ddp [--zero1]
 
-Modules: ``config`` (TrainConfig, checked at the edge), ``checkpoint`` (RNG states,
-atomic checkpoints, safe loading), ``loop`` (the lesson's cosine_lr, clip_grad_norm,
-evaluate and train_step from notebook 08, and the Trainer built from them), ``cli``
-(the command line, generated from TrainConfig), ``run`` (RunFolder: the lock, the log,
-safe saves and their checksum). The package imports lecture_utils,
-never the reverse.
+Modules (one line each in CONTRIBUTING.md's module map): ``config`` (TrainConfig), ``resolve``
+(a Plan, decided once per process), ``build`` (model, optimizer, batches), ``loop`` (the lesson's
+pieces from notebook 08), ``trainer`` (the Trainer), ``checkpoint`` and ``run`` (a run folder that
+never loses work), ``cli``. The package imports lecture_utils, never the reverse.
 """
 
 import importlib
