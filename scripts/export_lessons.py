@@ -1,12 +1,8 @@
 """Lesson code has one source: the notebook cell. ``make export`` copies it into the package.
 
-A code cell whose first line is
-
-    # @save lecture_utils/optim.py
-
-is lesson code (the d2l ``#@save`` idea): students read, edit and re-run it in the
-notebook, and the package holds an exported copy for later notebooks and the trainer.
-In the target module the copy sits between two marker lines, one region per notebook:
+A code cell whose first line is ``# @save lecture_utils/<module>.py`` is lesson code (the
+d2l ``#@save`` idea; CONTRIBUTING.md, "Lesson code"). Its copy sits in that module between
+two marker lines, one region per notebook:
 
     # >>> lesson code from py_src/07_optimizers.py: edit it there, then `make export`
     ...the marked cells, in notebook order, without their `# @save` line...
@@ -15,9 +11,8 @@ In the target module the copy sits between two marker lines, one region per note
     python scripts/export_lessons.py           # rewrite the regions from the notebooks
     python scripts/export_lessons.py --check   # exit 1 and show a diff if any region is stale
 
-tests/test_lessons.py runs the check, so a lesson cell and its package copy cannot drift.
-The ``.py`` twins are read (they are what reviewers see and what ``make regen`` keeps in
-step with the ``.ipynb``).
+tests/test_lessons.py runs the check. The ``.py`` twins are read: they are what reviewers
+see, and ``make regen`` keeps them in step with the ``.ipynb``.
 """
 
 from __future__ import annotations
@@ -28,87 +23,58 @@ import re
 import sys
 from pathlib import Path
 
+import jupytext
+
 ROOT = Path(__file__).resolve().parents[1]
-SAVE = re.compile(r"^# @save (lecture_utils/[\w/]+\.py)[ \t]*$")
-CELL = re.compile(r"^# %%(.*)$")
+SAVE = re.compile(r"# @save (lecture_utils/[\w/]+\.py)[ \t]*")
 BEGIN = "# >>> lesson code from {nb}: edit it there, then `make export`"
 END = "# <<< lesson code from {nb}"
-
-
-def lesson_cells(notebook: Path) -> list[tuple[str, str]]:
-    """``(target module, code)`` for every ``# @save`` cell of a percent-format ``.py`` twin."""
-    cells, current = [], None
-    for line in notebook.read_text(encoding="utf-8").splitlines() + ["# %%"]:
-        header = CELL.match(line)
-        if header:
-            if current is not None and current[1]:
-                match = SAVE.match(current[1][0])
-                if match:
-                    cells.append((match.group(1), "\n".join(current[1][1:]).strip("\n")))
-            current = (header.group(1), []) if "[markdown]" not in header.group(1) else None
-        elif current is not None:
-            current[1].append(line)
-    return cells
 
 
 def exports(root: Path = ROOT) -> dict[str, dict[str, str]]:
     """``{module path: {notebook path: region text}}`` over every notebook under ``root``."""
     result: dict[str, dict[str, str]] = {}
-    for notebook in sorted((root / "py_src").glob("[0-9][0-9]_*.py")):
-        nb = notebook.relative_to(root).as_posix()
-        for module, code in lesson_cells(notebook):
-            regions = result.setdefault(module, {})
-            regions[nb] = regions[nb] + "\n\n\n" + code if nb in regions else code
+    for twin in sorted((root / "py_src").glob("[0-9][0-9]_*.py")):
+        nb = twin.relative_to(root).as_posix()
+        for cell in jupytext.read(twin).cells:
+            first, _, code = cell.source.partition("\n")
+            save = SAVE.fullmatch(first)
+            if cell.cell_type == "code" and save:
+                code = code.strip("\n")
+                regions = result.setdefault(save.group(1), {})
+                regions[nb] = regions[nb] + "\n\n\n" + code if nb in regions else code
     return result
 
 
-def _region(nb: str, code: str) -> str:
-    return f"{BEGIN.format(nb=nb)}\n{code}\n{END.format(nb=nb)}"
-
-
-def _pattern(nb: str) -> re.Pattern:
-    return re.compile(re.escape(BEGIN.format(nb=nb)) + r"\n.*?\n?" + re.escape(END.format(nb=nb)),
-                      re.DOTALL)
-
-
-def render(module_text: str, regions: dict[str, str]) -> str:
-    """``module_text`` with each notebook's region replaced (or appended if it has none yet)."""
+def render(text: str, regions: dict[str, str]) -> str:
+    """``text`` with each notebook's region replaced (or appended if it has none yet)."""
     for nb, code in regions.items():
-        pattern = _pattern(nb)
-        if pattern.search(module_text):
-            module_text = pattern.sub(lambda _m, nb=nb, code=code: _region(nb, code), module_text)
-        else:
-            module_text = module_text.rstrip("\n") + "\n\n\n" + _region(nb, code) + "\n"
-    return module_text
-
-
-def orphans(module_text: str, notebooks: set[str]) -> list[str]:
-    """Notebooks named by a region in ``module_text`` that no longer export to it."""
-    named = re.findall(r"^# >>> lesson code from (\S+?):", module_text, re.MULTILINE)
-    return [nb for nb in named if nb not in notebooks]
+        region = f"{BEGIN.format(nb=nb)}\n{code}\n{END.format(nb=nb)}"
+        pattern = re.escape(BEGIN.format(nb=nb)) + r"\n.*?\n?" + re.escape(END.format(nb=nb))
+        text, found = re.subn(pattern, lambda _match, region=region: region, text, flags=re.S)
+        if not found:
+            text = text.rstrip("\n") + "\n\n\n" + region + "\n"
+    return text
 
 
 def stale(root: Path = ROOT) -> list[str]:
-    """A unified diff per module whose lesson regions differ from the notebooks (empty: in sync)."""
-    problems = []
-    wanted = exports(root)
-    modules = set(wanted) | {p.relative_to(root).as_posix()
-                             for p in (root / "lecture_utils").rglob("*.py")
-                             if "# >>> lesson code from" in p.read_text(encoding="utf-8")}
-    for module in sorted(modules):
-        path = root / module
-        if not path.exists():
+    """A problem (a unified diff, or a missing module or notebook) per stale module; [] if in sync."""
+    wanted, problems = exports(root), []
+    marked = {p.relative_to(root).as_posix() for p in (root / "lecture_utils").rglob("*.py")
+              if "# >>> lesson code from" in p.read_text(encoding="utf-8")}
+    for module in sorted(set(wanted) | marked):
+        if not (root / module).exists():
             problems.append(f"{module}: named by a `# @save` cell but does not exist")
             continue
-        text = path.read_text(encoding="utf-8")
-        regions = wanted.get(module, {})
-        for nb in orphans(text, set(regions)):
-            problems.append(f"{module}: has a region from {nb}, which exports nothing to it")
+        text, regions = (root / module).read_text(encoding="utf-8"), wanted.get(module, {})
+        problems += [f"{module}: has a region from {nb}, which exports nothing to it"
+                     for nb in re.findall(r"^# >>> lesson code from (\S+?):", text, re.M)
+                     if nb not in regions]
         new = render(text, regions)
         if new != text:
-            diff = difflib.unified_diff(text.splitlines(), new.splitlines(), f"{module} (package)",
-                                        f"{module} (from the notebooks)", lineterm="", n=1)
-            problems.append("\n".join(diff))
+            problems.append("\n".join(difflib.unified_diff(
+                text.splitlines(), new.splitlines(), f"{module} (package)",
+                f"{module} (from the notebooks)", lineterm="", n=1)))
     return problems
 
 
@@ -116,13 +82,12 @@ def export(root: Path = ROOT) -> list[str]:
     """Rewrite every module's regions from the notebooks; return the modules changed."""
     changed = []
     for module, regions in sorted(exports(root).items()):
-        path = root / module
-        if not path.exists():
-            raise SystemExit(f"export: {module} (named by a `# @save` cell) does not exist; create it")
-        text = path.read_text(encoding="utf-8")
+        if not (root / module).exists():
+            sys.exit(f"export: {module} (named by a `# @save` cell) does not exist; create it")
+        text = (root / module).read_text(encoding="utf-8")
         new = render(text, regions)
         if new != text:
-            path.write_text(new, encoding="utf-8")
+            (root / module).write_text(new, encoding="utf-8")
             changed.append(module)
     return changed
 

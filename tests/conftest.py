@@ -14,6 +14,7 @@ pytest-xdist 3.8 renames ``item._nodeid``, which pytest 9.2 no longer reads: the
 are silently ignored and a notebook's cells would be split across workers.)
 """
 
+import shutil
 import subprocess
 import threading
 
@@ -40,6 +41,19 @@ def pytest_collection_modifyitems(config, items):
     if not hasattr(config, "workerinput"):  # a serial run keeps the collection order
         return
     items.sort(key=_rank)  # stable: each module's and notebook's own order is kept
+
+
+CHROMIUM_HINT = "needs Chromium: apt-get update && apt-get install -y chromium (Debian/Ubuntu)"
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """pytest-playwright's browsers are the system Chromium (Playwright's own download is not
+    installed); without one, a browser test is skipped with one line, not a traceback."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip(CHROMIUM_HINT)
+    return {**browser_type_launch_args, "executable_path": chromium}
 
 
 @pytest.fixture

@@ -140,15 +140,13 @@ def test_lab_loads_jupyterlab_rise(lab):
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        # --no-sandbox: Chromium's sandbox refuses to start as root (CI images, Docker).
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        # One context: the RISE page reuses the Lab page's cached scripts.
-        yield browser.new_context(viewport={"width": 1280, "height": 720})
-        browser.close()
+def chromium(browser):
+    # pytest-playwright's browser (tests/conftest.py): the page checks share it, and a second
+    # Playwright in the same process would refuse to start.
+    # One context: the RISE page reuses the Lab page's cached scripts.
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    yield context
+    context.close()
 
 
 @pytest.mark.site

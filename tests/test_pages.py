@@ -1,12 +1,17 @@
-"""scripts/check_pages.py in a real (headless, offline) Chromium: each failure it exists to
-catch is fed to it on purpose, in a small page or deck written here, and it must report
-exactly that; a small correct deck built by scripts/build_slides.py must pass."""
+"""The page checks of tests/pagecheck.py in a real (headless, offline) Chromium: each failure
+they exist to catch is fed to them on purpose, in a small page or deck written here, and they
+must report exactly that; a small correct deck built by scripts/build_slides.py must pass."""
 
 import base64
+import functools
+import http.server
 import io
+import os
 import re
+import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import matplotlib
@@ -14,18 +19,20 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
+import pagecheck  # noqa: E402
 import pytest  # noqa: E402
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import build_slides  # noqa: E402
-import check_pages  # noqa: E402
 import vendor  # noqa: E402
 
-pytestmark = [pytest.mark.site, pytest.mark.skipif(not Path(check_pages.CHROMIUM).is_file(),
-                                reason=f"needs Chromium at {check_pages.CHROMIUM} "
-                                       "(apt-get install chromium)")]
+pytestmark = [pytest.mark.site, *pagecheck.MARKS]
+
+
+def problems(context, path: Path, screenshot: Path | None = None) -> list[str]:
+    return pagecheck.problems(context, path, screenshot, timeout_ms=3000)  # small pages: quick
 
 
 def png_b64() -> str:
@@ -38,12 +45,6 @@ def png_b64() -> str:
 
 
 PNG = png_b64()
-
-
-@pytest.fixture(scope="module")
-def checker():
-    with check_pages.Checker(timeout_s=3) as c:  # one browser for the module
-        yield c
 
 
 def small_notebook(extra_cells=()) -> nbformat.NotebookNode:
@@ -66,15 +67,12 @@ def small_notebook(extra_cells=()) -> nbformat.NotebookNode:
 
 
 def build_deck(folder: Path, nb: nbformat.NotebookNode) -> Path:
-    try:
-        for package in (build_slides.REVEAL, build_slides.MATHJAX, build_slides.REQUIREJS,
-                        build_slides.JQUERY):
-            vendor.fetch(*package)
-    except vendor.VendorError as e:
-        pytest.skip(f"reveal.js/MathJax not in build/vendor and not downloadable: {e}")
     path = folder / "09_small.ipynb"
     nbformat.write(nb, path)
-    [deck] = build_slides.build_slides([path], folder / "slides")
+    try:
+        [deck] = build_slides.build_slides([path], folder / "slides")
+    except vendor.VendorError as e:
+        pytest.skip(f"reveal.js/MathJax not in build/vendor and not downloadable: {e}")
     return deck
 
 
@@ -83,183 +81,178 @@ def good_deck(tmp_path_factory):
     return build_deck(tmp_path_factory.mktemp("good"), small_notebook())
 
 
-def page(tmp_path: Path, body: str, name: str = "page.html") -> Path:
-    path = tmp_path / name
+def write_page(folder: Path, body: str, name: str = "page.html") -> Path:
+    path = folder / name
     path.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>t</title></head>"
                     f"<body><h1>A page</h1>{body}</body></html>", encoding="utf-8")
     return path
 
 
-def test_a_small_correct_deck_passes(checker, good_deck, tmp_path):
+def test_a_small_correct_deck_passes(context, good_deck, tmp_path):
     shot = tmp_path / "deck.png"
-    report = checker.check(good_deck, screenshot=shot)
-    assert report.problems == []
-    assert "3 slides" in report.detail  # title, §1, the subslide; the solution is skipped
-    assert check_pages.screen_problem(shot) is None
+    assert problems(context, good_deck, shot) == []
+    assert pagecheck.screen_problem(shot) is None
     html = good_deck.read_text(encoding="utf-8")
     assert "SPOILER" not in html and 'alt="A line"' in html
     assert not re.search(r"""(?:src|href)=["']?(?:https?:)?//""", html)  # nothing from a CDN
 
 
-def test_the_deck_index_links_every_deck(checker, good_deck):
+def test_a_blank_screenshot_fails(context, tmp_path):
+    blank, shot = tmp_path / "blank.html", tmp_path / "blank.png"
+    blank.write_text("<!DOCTYPE html><html><body></body></html>", encoding="utf-8")
+    assert problems(context, blank, shot) == [f"screenshot {shot} is blank (one colour)"]
+
+
+def test_the_deck_index_links_every_deck(context, good_deck):
     index = good_deck.parent / "index.html"
     assert '<a href="09_small.slides.html">09 · A small deck</a>' in index.read_text(encoding="utf-8")
-    assert checker.check(index).problems == []
+    assert problems(context, index) == []
 
 
-def test_reveal_not_initialised_fails(checker, good_deck, tmp_path):
+def test_reveal_not_initialised_fails(context, good_deck):
     html = good_deck.read_text(encoding="utf-8")
     assert html.count("Reveal.initialize(") == 1
     broken = good_deck.parent / "no-init.slides.html"  # same folder: the vendor paths hold
     broken.write_text(html.replace("Reveal.initialize(", "void ("), encoding="utf-8")
-    assert checker.check(broken).problems == [
-        "Reveal not initialised (reveal.js missing or failed)"]
+    assert problems(context, broken) == ["Reveal not initialised (reveal.js missing or failed)"]
 
 
-def test_raw_math_fails(checker, tmp_path):
-    report = checker.check(page(tmp_path, "<p>The cost is $x^2$ bytes.</p><pre>echo $HOME$</pre>"))
-    assert report.problems == ["unrendered math: 'The cost is $x^2$ bytes.'"]
+def test_raw_math_fails(context, tmp_path):
+    body = "<p>The cost is $x^2$ bytes.</p><pre>echo $HOME$</pre>"
+    assert problems(context, write_page(tmp_path, body)) == ["unrendered math: 'The cost is $x^2$ bytes.'"]
     # MyST-NB marks the whole page tex2jax_ignore and its math spans for processing:
     # what a reader sees counts, not what MathJax was told to skip.
     body = (r'<div class="tex2jax_ignore"><p>Display: $$a$$</p>'
             r'<p>inline <span class="math notranslate nohighlight">\(b\)</span></p></div>')
-    report = checker.check(page(tmp_path, body))
-    assert report.problems == ["unrendered math: 'Display: $$a$$'", r"unrendered math: 'inline \(b\)'"]
+    assert problems(context, write_page(tmp_path, body)) == [
+        "unrendered math: 'Display: $$a$$'", r"unrendered math: 'inline \(b\)'"]
 
 
-def test_raw_math_in_a_deck_without_mathjax_fails(checker, good_deck):
+def test_raw_math_in_a_deck_without_mathjax_fails(context, good_deck):
     html = good_deck.read_text(encoding="utf-8")
+    mathjax = re.search(r'src="([^"]*)/MathJax\.js\?config', html).group(1)
     broken = good_deck.parent / "no-mathjax.slides.html"
     broken.write_text(html.replace("MathJax.js?config", "MathJax-gone.js?config"), encoding="utf-8")
-    assert checker.check(broken).problems == [  # found on its slide: hidden on the first
-        f"missing file {vendor.VENDOR / 'mathjax-2.7.7' / 'MathJax-gone.js'}",
+    assert problems(context, broken) == [  # found on its slide: hidden on the first
+        f"missing file {os.path.normpath(good_deck.parent / mathjax / 'MathJax-gone.js')}",
         "slide 2.1 '§1 Math': unrendered math: 'Energy is $E = mc^2$ and'",
         r"slide 2.1 '§1 Math': unrendered math: '$$\sum_i x_i^2$$'"]
 
 
-def test_overflowing_slide_fails(checker, tmp_path):
+def test_overflowing_slide_fails(context, tmp_path):
     long = new_markdown_cell("## Too much\n\n" + "\n\n".join(f"Point {i}." for i in range(40)))
     deck = build_deck(tmp_path, small_notebook([long]))
-    [problem] = checker.check(deck).problems
+    [problem] = problems(context, deck)
     assert problem.startswith("slide 3.1 'Too much' overflows: 1280x")
     height = int(problem.split("x")[1].split()[0])
     assert height > 1500  # 40 paragraphs: far past 720
 
 
-def test_a_long_output_is_shown_whole_and_a_slide_it_overflows_fails(checker, tmp_path):
+def test_a_long_output_is_shown_whole_and_a_slide_it_overflows_fails(context, tmp_path):
     """Nothing scrolls: 200 output lines are all on the slide, so the slide is far too tall."""
     cell = new_code_cell("print(...)")
     cell.outputs = [new_output("stream", name="stdout", text="".join(f"{i}\n" for i in range(200)))]
     deck = build_deck(tmp_path, small_notebook([new_markdown_cell("## Long output"), cell]))
-    [problem] = checker.check(deck).problems
+    [problem] = problems(context, deck)
     assert problem.startswith("slide 3.1 'Long output' overflows: 1280x")
     assert "199\n" in deck.read_text(encoding="utf-8")  # shown whole, not cut
 
 
-def test_a_box_that_scrolls_or_clips_fails(checker, tmp_path):
+def test_a_box_that_scrolls_or_clips_fails(context, tmp_path):
     """A slide whose content fits, but in a box that scrolls: what the audience cannot see."""
     box = new_markdown_cell('## A scroll box\n\n<div style="height: 80px; overflow: auto">'
                             + "<br>".join(f"line {i}" for i in range(30)) + "</div>")
     deck = build_deck(tmp_path, small_notebook([box]))
-    [problem] = checker.check(deck).problems
+    [problem] = problems(context, deck)
     assert problem.startswith("slide 3.1 'A scroll box': 1 box(es) scroll or clip their content (div.")
 
 
-def test_a_long_code_line_wraps_instead_of_running_off_the_slide(checker, tmp_path):
+def test_a_long_code_line_wraps_instead_of_running_off_the_slide(context, tmp_path):
     wide = new_code_cell("x = " + " + ".join(f"value_{i}" for i in range(60)))
     deck = build_deck(tmp_path, small_notebook([new_markdown_cell("## Wide code"), wide]))
-    assert checker.check(deck).problems == []
+    assert problems(context, deck) == []
 
 
-def test_visible_solution_output_fails(checker, tmp_path):
+def test_visible_solution_output_fails(context, tmp_path):
     cell = ('<div class="jp-Cell celltag_solution"><div class="jp-OutputArea-output">'
             '<pre>answer: 42</pre></div></div>')
-    assert checker.check(page(tmp_path, cell)).problems == [
+    assert problems(context, write_page(tmp_path, cell)) == [
         "solution output visible without a click: 'answer: 42'"]
     hidden = f"<details><summary>Show solution</summary>{cell}</details>"
-    assert checker.check(page(tmp_path, hidden)).problems == []
+    assert problems(context, write_page(tmp_path, hidden)) == []
 
 
-def test_network_request_fails(checker, tmp_path):
+def test_network_request_fails_and_the_page_is_seen_offline(context, tmp_path):
     body = '<p>ok</p><script src="https://cdn.example.org/lib.js"></script>'
-    assert checker.check(page(tmp_path, body)).problems == [
+    assert problems(context, write_page(tmp_path, body)) == [
         "network request to https://cdn.example.org/lib.js"]
+    # A server that answers (here, on this machine): its script would hide the raw math.
+    (tmp_path / "render.js").write_text("document.getElementById('m').remove()", encoding="utf-8")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_address[1]}/render.js"
+        body = f'<p id="m">$x$</p><script src="{url}"></script>'
+        assert problems(context, write_page(tmp_path, body)) == [
+            f"network request to {url}", "unrendered math: '$x$'"]
+        server.shutdown()
 
 
-def test_image_without_alt_or_data_fails(checker, tmp_path):
+def test_image_without_alt_or_data_fails(context, tmp_path):
     src = f"data:image/png;base64,{PNG}"
-    assert checker.check(page(tmp_path, f'<img src="{src}" alt="A line">')).problems == []
-    assert checker.check(page(tmp_path, f'<img src="{src}">')).problems == [
+    assert problems(context, write_page(tmp_path, f'<img src="{src}" alt="A line">')) == []
+    assert problems(context, write_page(tmp_path, f'<img src="{src}">')) == [
         "image 1 (data:image/png;base64,iVBORw0K...) has no alt text"]
-    placeholder = f'<img src="{src}" alt="{check_pages.PLACEHOLDER_ALT}">'
-    assert checker.check(page(tmp_path, placeholder)).problems == [
+    placeholder = f'<img src="{src}" alt="{pagecheck.PLACEHOLDER_ALT}">'
+    assert problems(context, write_page(tmp_path, placeholder)) == [
         "image 1 (data:image/png;base64,iVBORw0K...) has no alt text"]
-    problems = checker.check(page(tmp_path, '<img src="gone.png" alt="x">')).problems
-    assert problems == [f"missing file {tmp_path / 'gone.png'}",
-                        "image 1 (gone.png) does not load or decode"]
+    assert problems(context, write_page(tmp_path, '<img src="gone.png" alt="x">')) == [
+        f"missing file {tmp_path / 'gone.png'}", "image 1 (gone.png) does not load or decode"]
 
 
-def test_broken_links_fail(checker, tmp_path):
-    page(tmp_path, '<h2 id="there">There</h2>', "other.html")
+def test_broken_links_fail(context, tmp_path):
+    write_page(tmp_path, '<h2 id="there">There</h2>', "other.html")
     ok = '<a href="other.html#there">a</a> <a href="#here">b</a><p id="here"></p>'
-    assert checker.check(page(tmp_path, ok)).problems == []
+    assert problems(context, write_page(tmp_path, ok)) == []
     bad = '<a href="nowhere.html">a</a> <a href="other.html#elsewhere">b</a>'
-    assert checker.check(page(tmp_path, bad)).problems == [
+    assert problems(context, write_page(tmp_path, bad)) == [
         f"broken link to {tmp_path / 'nowhere.html'}", "link to other.html#elsewhere: no such anchor"]
 
 
-def check_pages_cli(*args: str) -> subprocess.CompletedProcess:
-    # Its own process: Playwright's sync API runs one instance per thread, and the
-    # module's browser is still open.
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "check_pages.py"), *args],
-                          capture_output=True, text=True, timeout=300, check=False)
+def test_a_javascript_error_fails(context, tmp_path):
+    body = "<script>document.title = 'ok'; undefinedFunction()</script>"
+    assert problems(context, write_page(tmp_path, body)) == [
+        "JavaScript error: undefinedFunction is not defined"]
 
 
-def test_cli_exit_codes(tmp_path):
-    deck = build_deck(tmp_path, small_notebook())
-    site = tmp_path / "site"
-    site.mkdir()
-    page(site, f'<p>fine</p><a href="index.html">self</a><img src="data:image/png;base64,{PNG}" '
-         'alt="A line">', "index.html")
-    (site / "_static").mkdir()
-    page(site / "_static", "<p>$not a page$</p>")  # assets are not pages
-    shots = tmp_path / "shots"
-    args = ["--site", str(site), "--slides", str(deck.parent), "--shots", str(shots),
-            "--timeout", "3"]
-    done = check_pages_cli(*args)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "ok   site/index.html" in done.stdout and "ok   slides/09_small.slides.html" in done.stdout
-    assert "3/3 pages passed" in done.stdout  # index.html, the deck and the deck index
-    assert sorted(p.name for p in shots.iterdir()) == ["deck-slide.png", "page.png"]
-
-    page(site, "<p>$x$</p><img src='gone.png'>", "bad.html")
-    plain = tmp_path / "plain"  # no deck this time: one walk through it was enough
-    plain.mkdir()
-    page(plain, "<p>no deck</p>", "index.html")
-    done = check_pages_cli(*args[:2], "--slides", str(plain), *args[4:])
-    assert done.returncode == 1
-    assert [line for line in done.stdout.splitlines() if line.startswith("FAIL")] == [
-        f"FAIL site/bad.html: missing file {site / 'gone.png'}",
-        "FAIL site/bad.html: unrendered math: '$x$'",
-        "FAIL site/bad.html: image 1 (gone.png) does not load or decode",
-        "FAIL site/bad.html: image 1 (gone.png) has no alt text"]
+def test_every_problem_on_a_page_is_listed(context, tmp_path):
+    assert problems(context, write_page(tmp_path, "<p>$x$</p><img src='gone.png'>")) == [
+        f"missing file {tmp_path / 'gone.png'}", "unrendered math: '$x$'",
+        "image 1 (gone.png) does not load or decode", "image 1 (gone.png) has no alt text"]
 
 
-def test_missing_chromium_is_one_line_and_exit_2(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(check_pages.shutil, "which", lambda name: None)
-    assert check_pages.main(["--chromium", str(tmp_path / "no-chromium"), "--site", str(tmp_path)]) == 2
-    assert capsys.readouterr().out == check_pages.INSTALL_HINT + "\n"
-
-
-def test_deck_headings_keep_their_case(checker, good_deck):
+def test_deck_headings_keep_their_case_and_solutions_are_no_slides(page, good_deck):
     """The white theme upper-cases headings, and `view` is not VIEW: our CSS must win."""
-    page = checker.browser.new_page(viewport={"width": 1280, "height": 720})
-    try:
-        page.goto(good_deck.resolve().as_uri())
-        page.wait_for_function(check_pages.REVEAL_READY)
-        page.evaluate("() => Reveal.slide(1, 0)")
-        transform = page.evaluate("() => getComputedStyle(document.querySelector("
-                                  "'.reveal .slides section.present h2')).textTransform")
-    finally:
-        page.close()
-    assert transform == "none"
+    page.goto(good_deck.resolve().as_uri())
+    page.wait_for_function(pagecheck.REVEAL_READY)
+    assert page.evaluate("() => Reveal.getTotalSlides()") == 3  # title, §1, the subslide
+    page.evaluate("() => Reveal.slide(1, 0)")
+    assert page.evaluate("() => getComputedStyle(document.querySelector("
+                         "'.reveal .slides section.present h2')).textTransform") == "none"
+
+
+def test_without_chromium_site_check_stops_with_one_line_and_the_tests_skip(tmp_path):
+    # No chromium on this PATH; and not the make (if any) that runs these tests.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS"))}
+    env["PATH"] = str(tmp_path)
+    done = subprocess.run([shutil.which("make"), "-s", "-o", "site", "-o", "slides", "site-check"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (2, "chromium not found: apt-get update && apt-get "
+                                                 "install -y chromium (Debian/Ubuntu), then rerun\n")
+    test = f"tests/{Path(__file__).name}::test_raw_math_fails"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "-rs", test], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 skipped" in done.stdout and "needs Chromium: apt-get" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr

@@ -1,14 +1,12 @@
 """The parts of `make slides` and `make site-check` that need no browser: slide structure,
-the deck files, the vendored packages (scripts/vendor.py) and the checker's pure helpers.
-The site itself: tests/test_site_build.py; the checker in Chromium: tests/test_pages.py."""
+the deck files, the vendored packages (scripts/vendor.py) and the page checks' pure helpers
+(tests/pagecheck.py). The site itself: tests/test_site_build.py; the page checks in
+Chromium: tests/test_pages.py and tests/test_built_pages.py."""
 
-import base64
-import hashlib
-import io
+import json
 import re
+import shutil
 import sys
-import tarfile
-import urllib.error
 from pathlib import Path
 
 import nbformat
@@ -18,7 +16,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import build_slides  # noqa: E402
-import check_pages  # noqa: E402
+import pagecheck  # noqa: E402
 import vendor  # noqa: E402
 
 
@@ -64,31 +62,21 @@ def test_slideshow_metadata_wins_over_the_heading_default():
 
 
 def test_figures_get_alt_text_as_on_the_site():
-    def figure(source="plot()", **meta):
-        cell = new_code_cell(source, metadata=meta)
+    def figure(**meta):
+        cell = new_code_cell("plot()", metadata=meta)
         cell.outputs = [new_output("display_data", data={"image/png": "AAAA", "text/plain": "f"})]
         return cell
-    nb = new_notebook(cells=[new_markdown_cell("# T"), new_markdown_cell("## §1 `int8` costs"), figure(),
-                             figure(mystnb={"image": {"alt": "Bars per dtype"}}, caption="ignored"),
-                             figure(mystnb={"figure": {"caption": "Loss curve"}}),
-                             figure(caption="Memory  per\nrecipe"),
-                             figure('fig.suptitle("Roofline")\nax.set_title("left panel")'),
-                             new_markdown_cell("### Figure: timeline"), figure()])
+    nb = new_notebook(cells=[new_markdown_cell("# T"), figure(caption="Memory  per\nrecipe"),
+                             figure(mystnb={"image": {"alt": "Bars per dtype"}}, caption="not the alt")])
     deck = build_slides.prepare_for_slides(nb)
-    alts = [o.metadata["alt"] for c in deck.cells for o in c.get("outputs", [])]
-    assert alts == ["Figure: §1 int8 costs", "Bars per dtype", "Loss curve", "Memory per recipe",
-                    "Roofline", "Figure: timeline"]
-    assert "alt" not in nb.cells[2].outputs[0].metadata
+    assert [c.outputs[0].metadata["alt"] for c in deck.cells[1:]] == ["Memory per recipe", "Bars per dtype"]
+    assert "alt" not in nb.cells[1].outputs[0].metadata
+    with pytest.raises(ValueError, match="no 'caption'"):
+        build_slides.prepare_for_slides(new_notebook(cells=[figure()]))
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    try:
-        for package in (build_slides.REVEAL, build_slides.MATHJAX, build_slides.REQUIREJS,
-                        build_slides.JQUERY):
-            vendor.fetch(*package)
-    except vendor.VendorError as e:
-        pytest.skip(f"vendored packages missing and not downloadable: {e}")
     tmp = tmp_path_factory.mktemp("slides")
     cell = new_code_cell("print(...)")
     cell.outputs = [new_output("stream", name="stdout", text="".join(f"line {i}\n" for i in range(60)))]
@@ -96,7 +84,10 @@ def built(tmp_path_factory):
                              new_markdown_cell("## Two"), new_markdown_cell("### Two b"), cell])
     path = tmp / "09_deck.ipynb"
     nbformat.write(nb, path)
-    [out] = build_slides.build_slides([path], tmp / "slides")
+    try:
+        [out] = build_slides.build_slides([path], tmp / "slides")
+    except vendor.VendorError as e:
+        pytest.skip(f"vendored packages missing and not downloadable: {e}")
     return path, out
 
 
@@ -105,7 +96,7 @@ def test_build_slides_writes_a_deck_and_leaves_the_notebook_alone(built):
     assert out.name == "09_deck.slides.html"
     text = out.read_text(encoding="utf-8")
     assert text.count("<section") >= 3
-    assert "line 59\n" in text  # long outputs scroll, they are not cut
+    assert "line 59\n" in text  # long outputs wrap, they are not cut
     assert "slideshow" not in nbformat.read(path, as_version=4).cells[0].metadata
 
 
@@ -130,84 +121,40 @@ def test_deck_index_lists_each_deck_with_its_title(built):
 
 def test_build_slides_cli_rejects_a_missing_notebook(tmp_path, capsys):
     assert build_slides.main(["--out", str(tmp_path), str(tmp_path / "nope.ipynb")]) == 2
-    assert capsys.readouterr().err == f"build_slides: no such notebook: {tmp_path / 'nope.ipynb'}\n"
+    assert capsys.readouterr().err == f"build_slides: not a notebook file: {tmp_path / 'nope.ipynb'}\n"
 
 
 # vendor.py
 
-def test_integrity_is_npm_sri_sha512():
-    # Subresource Integrity of the empty string (a published constant).
-    assert vendor.integrity(b"") == ("sha512-z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8"
-                                     "XYXysP+DGNKHfuwvY7kxvUdBeoGlODJ6+SfaPg==")
+def test_the_lock_pins_every_package_the_pages_load_by_sha512():
+    lock = json.loads((ROOT / "package-lock.json").read_text(encoding="utf-8"))
+    packages = {k.removeprefix("node_modules/"): v for k, v in lock["packages"].items() if k}
+    assert {name: p["version"] for name, p in packages.items()} == {  # nothing else: no dependencies
+        "jquery": "2.1.0", "mathjax": "3.2.2", "mathjax2": "2.7.7", "requirejs": "2.1.10", "reveal.js": "4.0.2"}
+    assert all(re.fullmatch(r"sha512-[A-Za-z0-9+/]{86}==", p["integrity"]) for p in packages.values())
 
 
-def tarball(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(f"package/{name}")
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+def test_an_install_is_done_once_then_needs_no_npm(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))  # no npm
+    assert vendor.main(["--dest", str(tmp_path / "v")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "vendor: npm not found: install Node.js and npm (apt-get install npm); "
+        "it fetches the JavaScript the pages load"]
+    shutil.copy2(ROOT / "package-lock.json", tmp_path / "v" / "installed-package-lock.json")  # as after npm ci
+    assert vendor.install(tmp_path / "v") == tmp_path / "v" / "node_modules"
 
 
-class FakeResponse(io.BytesIO):
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-@pytest.fixture
-def fake_registry(monkeypatch):
-    """A pinned fake package ``demo@1.0.0`` served from memory; records every download."""
-    data = tarball({"dist/demo.js": b"demo()", "package.json": b"{}"})
-    pin = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
-    monkeypatch.setitem(vendor.PINS, ("demo", "1.0.0"), pin)
-    served = {"data": data, "urls": []}
-
-    def urlopen(url, timeout):
-        served["urls"].append(url)
-        if served["data"] is None:
-            raise urllib.error.URLError("Temporary failure in name resolution")
-        return FakeResponse(served["data"])
-
-    monkeypatch.setattr(vendor.urllib.request, "urlopen", urlopen)
-    return served
+@pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm")
+def test_offline_and_not_cached_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("npm_config_offline", "true")  # as with no network: npm's cache only...
+    monkeypatch.setenv("npm_config_cache", str(tmp_path / "empty-cache"))  # ...and nothing in it
+    assert vendor.main(["--dest", str(tmp_path / "v")]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("vendor: npm ci failed (code ENOTCACHED; ") and "registry reachable" in line
+    assert not (tmp_path / "v" / "installed-package-lock.json").exists()  # not marked installed
 
 
-def test_fetch_extracts_the_package_once(fake_registry, tmp_path):
-    target = vendor.fetch("demo", "1.0.0", tmp_path)
-    assert target == tmp_path / "demo-1.0.0"
-    assert (target / "dist" / "demo.js").read_bytes() == b"demo()"
-    assert fake_registry["urls"] == ["https://registry.npmjs.org/demo/-/demo-1.0.0.tgz"]
-    fake_registry["data"] = None  # offline now: the cached copy is enough
-    assert vendor.fetch("demo", "1.0.0", tmp_path) == target
-    assert len(fake_registry["urls"]) == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo-1.0.0"]  # no temp left
-
-
-def test_fetch_refuses_a_tampered_download_and_writes_nothing(fake_registry, tmp_path):
-    fake_registry["data"] = tarball({"dist/demo.js": b"evil()"})
-    with pytest.raises(vendor.VendorError, match="has integrity sha512-.*expected the pinned"):
-        vendor.fetch("demo", "1.0.0", tmp_path / "v")
-    assert not (tmp_path / "v").exists()
-
-
-def test_cli_offline_and_bad_input(fake_registry, tmp_path, capsys):
-    fake_registry["data"] = None
-    assert vendor.main(["--dest", str(tmp_path), "demo@1.0.0"]) == 1
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "cannot download demo@1.0.0" in err and "registry" in err
-    assert vendor.main(["--dest", str(tmp_path), "demo@9"]) == 2
-    assert "no pin for demo@9; pinned packages: reveal.js@4.0.2" in capsys.readouterr().err
-    assert vendor.main(["reveal.js"]) == 2
-    assert "is not name@version" in capsys.readouterr().err
-    assert not list(tmp_path.iterdir())
-
-
-# check_pages.py, the parts without a browser
+# tests/pagecheck.py, the parts without a browser
 
 def test_link_problems_find_missing_files_and_anchors(tmp_path):
     (tmp_path / "a.html").write_text('<h2 id="x">x</h2><a name="y"></a>', encoding="utf-8")
@@ -218,9 +165,9 @@ def test_link_problems_find_missing_files_and_anchors(tmp_path):
     url = (tmp_path / "a.html").as_uri()
     ok = [url, url + "#x", url + "#y", (tmp_path / "sub").as_uri(), page.as_uri() + "#here",
           page.as_uri() + "#/3/1"]  # the last: a reveal.js slide route
-    assert check_pages.link_problems(ok, page, ["here"]) == []
+    assert pagecheck.link_problems(ok, page, ["here"]) == []
     bad = [url + "#z", (tmp_path / "b.html").as_uri(), page.as_uri() + "#gone"]
-    assert check_pages.link_problems(bad, page, ["here"]) == [
+    assert pagecheck.link_problems(bad, page, ["here"]) == [
         "link to a.html#z: no such anchor", f"broken link to {tmp_path / 'b.html'}",
         "link to p.html#gone: no such anchor"]
 
@@ -229,5 +176,5 @@ def test_pages_under_skips_asset_folders(tmp_path):
     for name in ["index.html", "01.html", "_static/x.html", "_sources/y.html", "deep/z.html"]:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("", encoding="utf-8")
-    assert [p.relative_to(tmp_path).as_posix() for p in check_pages.pages_under(tmp_path)] == \
+    assert [p.relative_to(tmp_path).as_posix() for p in pagecheck.pages_under(tmp_path)] == \
         ["01.html", "deep/z.html", "index.html"]

@@ -70,7 +70,7 @@ def site(snapshot, notebooks, tmp_path_factory):
     out = tmp / "site"
     with warnings.catch_warnings():  # the theme and MyST use Sphinx APIs Sphinx 11 drops
         warnings.simplefilter("ignore", RemovedInSphinx11Warning)
-        assert build_site.build_site(notebooks, out, tmp / "src", snapshot / "README.md", jobs="1") == 0
+        assert build_site.build_site(notebooks, out, snapshot / "README.md", jobs="1") == 0
     assert {p: p.read_bytes() for p in notebooks} == before  # the build never writes its inputs
     return out
 
@@ -282,38 +282,19 @@ def test_index_lists_lectures_decks_downloads_and_the_readme_map(site, notebooks
 
 # -- the pure parts ------------------------------------------------------------------
 
-def readme_map_lines() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split(build_site.MAP_HEADING, 1)[1].split("\n## ", 1)[0]
-    return [line for line in section.splitlines() if line.startswith("| ")][2:]
-
-
-def test_readme_map_has_every_row_with_its_notebook():
-    names = {p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
-    rows = build_site.parse_readme_map((ROOT / "README.md").read_text(encoding="utf-8"))
-    lines = readme_map_lines()
-    assert len(rows) == len(lines) > 20
-    for row, line in zip(rows, lines, strict=True):
-        assert row.notebook in names
-        assert f"](notebooks/{row.notebook})" in line
-        assert line.startswith(f"| {row.notes} |") and line.endswith(f"| {row.heading} |")
-    by_notes = {r.notes: r for r in rows}
-    assert by_notes["§3.3"].notebook == "03_flops_and_mfu.ipynb"
-    assert by_notes["§3.3"].extra == "(backward in detail: 04)"
-    assert by_notes["§2.2"].heading == "§2.2 A tensor is a pointer plus metadata"
-
-
-def test_readme_map_parser_stops_at_the_table_and_rejects_bad_rows():
+def test_the_map_links_each_row_to_its_page_and_heading():
     text = ("# x\n\n## Map: lecture notes to notebooks\n\nintro\n\n"
             "| notes | topic | notebook | heading |\n| --- | --- | --- | --- |\n"
-            "| §1 | a | [01](notebooks/01_a.ipynb) | §1 A |\n\nafter | not a row |\n## Next\n")
-    [row] = build_site.parse_readme_map(text)
-    assert (row.notes, row.topic, row.notebook, row.extra, row.heading) == \
-        ("§1", "a", "01_a.ipynb", "", "§1 A")
+            "| §1 | a | [01](notebooks/01_a.ipynb) | §1 A `b` |\n"
+            "| §3 | c | [03](notebooks/03_c.ipynb) (more: 04) | §3 C |\n\nafter | not a row |\n## Next\n| x |\n")
+    assert build_site.map_markdown(text, ["01_a.ipynb"]).splitlines() == [
+        "| notes | topic | notebook | heading |", "| --- | --- | --- | --- |",
+        "| §1 | a | [01](01_a.ipynb) | [§1 A `b`](01_a.ipynb#1-a-b) |",
+        "| §3 | c | 03 (more: 04) | §3 C |"]  # 03 is not in this build: plain text, no broken link
     with pytest.raises(ValueError, match="no notebook link"):
-        build_site.parse_readme_map(text.replace("[01](notebooks/01_a.ipynb)", "01"))
+        build_site.map_markdown(text.replace("[01](notebooks/01_a.ipynb)", "01"), ["01_a.ipynb"])
     with pytest.raises(ValueError, match="Map"):
-        build_site.parse_readme_map("# no map here\n")
+        build_site.map_markdown("# no map here\n", [])
 
 
 def figure_cell(source="plt.show()", **metadata):
@@ -322,53 +303,42 @@ def figure_cell(source="plt.show()", **metadata):
     return cell
 
 
-def test_display_copy_collapses_solutions_and_labels_figures():
+def test_display_copy_tags_each_cell_for_myst_nb():
     cells = [
-        new_markdown_cell("## §1 Intro\n\nSee [below](#The-8-×-80-GB-question) and [x](#nowhere)."),
-        new_markdown_cell("### The 8 × 80 GB question"),
-        new_code_cell("answer()", metadata={"jupyter": {"source_hidden": True}, "tags": ["solution"]}),
+        new_code_cell("device = setup()"),
+        new_markdown_cell("- say this", metadata={"slideshow": {"slide_type": "notes"}}),
+        new_markdown_cell("### Going deeper: x\n\nText.\n#### More\nMore text.", metadata={"tags": ["deeper"]}),
+        new_code_cell("deep()", metadata={"tags": ["deeper"]}),
+        new_code_cell("answer()", metadata={"jupyter": {"source_hidden": True, "outputs_hidden": True},
+                                            "tags": ["solution"]}),
         new_code_cell("check()", metadata={"jupyter": {"source_hidden": True}}),
-        new_code_cell("out()", metadata={"jupyter": {"outputs_hidden": True}}),
+        new_code_cell("widget()"),
         new_code_cell("raise X", metadata={"tags": ["raises-exception"]}),
-        figure_cell('fig.suptitle(f"{n} steps")\nax.set_title("panel")'),  # no literal suptitle
-        figure_cell('ax.set(title="Loss  curve")'),
-        figure_cell(caption="From the caption"),
-        figure_cell(mystnb={"figure": {"caption": "MyST-NB caption"}}),
-        new_markdown_cell("### Figure: strides"),
-        figure_cell(),
-        new_code_cell("both()", metadata={"jupyter": {"source_hidden": True, "outputs_hidden": True}}),
+        figure_cell(caption="Loss  per\nstep."),
+        figure_cell(mystnb={"image": {"alt": "A line"}}, caption="the caption"),
     ]
-    cells[4].outputs = [new_output("display_data", data={
+    cells[6].outputs = [new_output("display_data", data={
         "application/vnd.jupyter.widget-view+json": {"model_id": "x"}, "text/plain": "VBox(...)"})]
     nb = new_notebook(cells=cells)
     original = nbformat.writes(nb)
     shown = build_site.display_copy(nb).cells
     assert nbformat.writes(nb) == original  # the notebook itself is untouched
-    assert "[below](#the-8--80-gb-question)" in shown[0].source  # MyST's slug of that heading
-    assert "[x](#nowhere)" in shown[0].source
-    assert shown[2].metadata.tags == ["solution", "hide-cell"]
-    assert shown[2].metadata.mystnb["code_prompt_show"] == "Show solution"
-    assert shown[3].metadata.tags == ["hide-input"]
-    assert shown[4].metadata.tags == ["hide-output"]
-    assert shown[12].metadata.tags == ["hide-cell"]
-    assert shown[4].outputs[0].data == {"text/markdown": build_site.WIDGET_NOTE}
-    assert shown[5].metadata.tags == ["raises-exception"] and "mystnb" not in shown[5].metadata
-    alts = [c.metadata.mystnb["image"]["alt"] for c in shown[6:10]] + \
-        [shown[11].metadata.mystnb["image"]["alt"]]
-    assert alts == ["Figure: The 8 × 80 GB question", "Loss curve", "From the caption",
-                    "MyST-NB caption", "Figure: strides"]
-    assert shown[8].metadata.mystnb["figure"]["caption"] == "From the caption"
-    assert "figure" not in shown[6].metadata.mystnb
-    with pytest.raises(ValueError, match="alt text"):
+    assert [c.metadata.get("tags") for c in shown] == [
+        ["remove-input"], ["remove-cell"], ["deeper"], ["deeper", "hide-input"], ["solution", "hide-cell"],
+        ["hide-input"], None, ["raises-exception"], None, None]
+    assert shown[2].source.splitlines() == [  # headings outside the box: they stay in the toc
+        "### Going deeper: x", "`````{container} deeper", "", "", "Text.", "", "`````",
+        "#### More", "`````{container} deeper", "", "More text.", "`````"]
+    assert shown[4].metadata.mystnb == {"code_prompt_show": "Show solution", "code_prompt_hide": "Hide solution"}
+    assert shown[6].outputs[0].data == {"text/markdown": build_site.WIDGET_NOTE}
+    assert shown[8].metadata.mystnb == {"image": {"alt": "Loss per step."},
+                                        "figure": {"caption": "Loss  per\nstep."}}
+    assert shown[9].metadata.mystnb["image"] == {"alt": "A line"}  # an explicit alt wins
+    with pytest.raises(ValueError, match="no 'caption'"):
         build_site.display_copy(new_notebook(cells=[figure_cell()]))
 
 
 def test_cli_rejects_bad_input_in_one_line(tmp_path, capsys):
-    notebook = ROOT / "notebooks" / "01_tensors_and_strides.ipynb"
-    assert build_site.main([str(tmp_path / "missing.ipynb")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "missing.ipynb" in err and ".ipynb files" in err
-    assert build_site.main(["-j", "zero", str(notebook)]) == 2
-    assert "'zero'" in capsys.readouterr().err
-    assert build_site.main(["--src", str(ROOT / "notebooks"), str(notebook)]) == 2
-    assert "--src" in capsys.readouterr().err
+    readme = ROOT / "README.md"
+    assert build_site.main([str(tmp_path / "missing.ipynb"), str(readme)]) == 2
+    assert capsys.readouterr().err == f"build_site: not a notebook file: {tmp_path / 'missing.ipynb'}, {readme}\n"

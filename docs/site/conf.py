@@ -1,11 +1,12 @@
 """Sphinx configuration of the course site (`make site`, scripts/build_site.py).
 
-scripts/build_site.py copies this folder into build/site-src/, adds display-only copies
-of the notebooks and the generated index, and runs Sphinx there; notebooks/ is never
-touched. Why Sphinx + MyST-NB + sphinx-book-theme: all three are pip packages that build
-offline from the notebooks' stored outputs, the theme ships its own JS, CSS and fonts,
-and Sphinx's search index is a plain script that works from file://. (Jupyter Book 2 /
-mystmd downloads its theme at build time, which this machine cannot do.)
+scripts/build_site.py copies this folder into a temporary folder, adds display copies of
+the notebooks (MyST-NB cell tags: build_site.VIEWS) and the generated index, and runs
+Sphinx there; notebooks/ is never touched. Why Sphinx + MyST-NB + sphinx-book-theme: all
+three are pip packages that build offline from the notebooks' stored outputs, the theme
+ships its own JS, CSS and fonts, and Sphinx's search index is a plain script that works
+from file://. (Jupyter Book 2 / mystmd downloads its theme at build time, which this
+machine cannot do.)
 """
 
 project = "PyTorch and resource accounting"
@@ -26,7 +27,7 @@ myst_enable_extensions = ["dollarmath", "amsmath"]
 # Anchors on headings down to ###, so the index can link the README's map to sections.
 myst_heading_anchors = 3
 
-# -- MathJax 3 from the npm package vendored into _static/mathjax/ by build_site.py --
+# -- MathJax 3 from npm (scripts/vendor.py), copied into _static/mathjax/ by build_site.py
 # A relative path is taken relative to _static, so the pages load it from file://.
 mathjax_path = "mathjax/tex-chtml.js"
 
