@@ -3,25 +3,19 @@
     python3 scripts/gpu_check.py --out DIR                  # on a CUDA machine (make gpu-check)
     python3 scripts/gpu_check.py --out DIR --device cpu     # the same stages, rehearsed on the CPU
 
-It needs a python3 with torch, numpy, einops, matplotlib, jaxtyping and tqdm: no make, no
-venv, no Jupyter (so it reads the percent-format twins itself). Each stage runs in a fresh
-process of its own:
+It needs a python3 with torch, numpy, einops, matplotlib, jaxtyping and tqdm: no make, venv
+or Jupyter (so it reads the percent-format twins itself). Each stage runs in a fresh process:
+a notebook, cell by cell in one namespace (a cell needing a package this python lacks, or a
+name such a cell or a failed one would have bound, is skipped; every ``if cuda_only(device,
+"<what>"):`` block is reported by its ``what``: passed, failed with the failing statement, or
+skipped, with its asserts and measured lines), or a benchmark (its targets: met or missed).
 
-- a notebook, cell by cell in one namespace, with MPLBACKEND=Agg. A cell tagged
-  ``raises-exception`` may raise; a cell that needs a package this python lacks, or a name such
-  a cell (or a failed one) would have bound, is skipped. Every ``if cuda_only(device, "<what>"):``
-  block is reported by its ``what``: passed, failed (with the failing statement) or skipped, with
-  its asserts and the ``[measured]``/``[per-device]`` lines it printed;
-- a benchmark (``benchmarks/*.py``): its figures and targets (met / missed).
-
-It writes four files into DIR and nothing else anywhere: ``report.json``, ``summary.md``,
-``reference.md`` (docs/gpu/reference.md with the "Measured here" column filled from every value
-a cell printed with ``measured(..., ref=KEY)``) and ``logs.txt``. All four are rewritten,
-atomically, before the first stage and after every stage (report.json last), so a run
-stopped at any point leaves a valid report of what finished. No stage starts after
-``--deadline`` seconds; a stage running past the deadline plus ``--grace``, or past
-``--stage-limit``, is stopped. ``--device cpu`` hides Jupyter, beartype, ipywidgets and
-tokenizers, as the lent machine lacks them, and runs the benchmarks' ``--quick`` form.
+It writes four files into DIR, atomically, before the first stage and after each one
+(report.json last), so a run stopped at any point leaves a valid report: ``report.json``,
+``summary.md``, ``reference.md`` (docs/gpu/reference.md with "Measured here" filled from each
+``measured(..., ref=KEY)``) and ``logs.txt``. No stage starts after ``--deadline``; a stage past
+the deadline plus ``--grace``, or past ``--stage-limit``, is stopped. ``--device cpu`` hides
+what the lent machine lacks and runs the benchmarks' ``--quick`` form.
 
 Exit codes: 0 every stage passed; 1 a stage failed, or no CUDA device; 2 bad arguments;
 3 the deadline left stages not started; 128 + N stopped by signal N.
@@ -33,7 +27,6 @@ import argparse
 import ast
 import contextlib
 import datetime
-import importlib.abc
 import io
 import json
 import os
@@ -49,7 +42,7 @@ import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CELL = re.compile(r"^# %%(?P<markdown> \[markdown\])?(?P<meta>.*)$")
+CELL = re.compile(r"^# %%(?P<markdown> \[markdown\])?")
 # What the lent GPU machine lacks: cells importing these are skipped there, and the CPU rehearsal hides them.
 NOT_ON_THE_GPU_MACHINE = ("IPython", "ipykernel", "ipywidgets", "jupyter", "jupyter_client", "jupyter_core",
                           "jupyterlab", "jupytext", "matplotlib_inline", "nbclient", "nbconvert", "nbformat",
@@ -65,22 +58,18 @@ TARGET = re.compile(r"^target (?P<key>[\w-]+): (?P<text>.*)$")  # benchmarks/_ta
 # --- a notebook, in the child process --------------------------------------------------------
 
 
-def parse_cells(path: Path) -> list[dict]:
-    """Code cells of a jupytext percent file: source and tags."""
+def parse_cells(path: Path) -> list[str]:
+    """The code cells of a jupytext percent file (a raising cell is a failure: notebooks show an
+    error with ``check(..., raises=)``, which does not raise)."""
     cells, current = [], None
     for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
-        match = CELL.match(line.rstrip("\n"))
-        if match:
-            if current and not current["markdown"]:
+        if match := CELL.match(line):
+            if current is not None:
                 cells.append(current)
-            tags = re.search(r"tags=(\[[^\]]*\])", match["meta"])
-            current = {"markdown": bool(match["markdown"]), "source": "",
-                       "tags": json.loads(tags.group(1)) if tags else []}
+            current = None if match["markdown"] else ""
         elif current is not None:
-            current["source"] += line
-    if current and not current["markdown"]:
-        cells.append(current)
-    return cells
+            current += line
+    return cells + ([current] if current is not None else [])
 
 
 def names(source: str) -> tuple[set[str], set[str]]:
@@ -167,7 +156,7 @@ def run_notebook(py: Path, stream=None) -> dict:
     prefixes = (MEASURED_PREFIX, PER_DEVICE_PREFIX)
     module = sys.modules["__notebook__"] = types.ModuleType("__notebook__")  # dataclasses look classes up here
     unavailable: dict[str, str] = {}  # name -> where it came from ("a skipped cell", "failed cell 3")
-    result = {"ran": 0, "expected_errors": 0, "skipped": [], "failed": [], "blocks": [], "status": "ok"}
+    result = {"ran": 0, "skipped": [], "failed": [], "blocks": [], "status": "passed"}
     output, entered, original = _Tee(stream or sys.stdout), {}, lecture_utils.device.cuda_only
 
     def recording_cuda_only(device, what):
@@ -180,8 +169,8 @@ def run_notebook(py: Path, stream=None) -> dict:
     os.chdir(ROOT / "notebooks")  # as Jupyter does: the notebook's folder
     cells = parse_cells(py)
     try:
-        for i, cell in enumerate(cells, 1):
-            source, filename, before = cell["source"], f"{py.name}:cell{i}", output.tell()
+        for i, source in enumerate(cells, 1):
+            filename, before = f"{py.name}:cell{i}", output.tell()
             blocks, (bound, read) = cuda_blocks(source), names(source)
             needs = sorted(read & unavailable.keys())
             if needs:  # a name from a skipped or failed cell: do not run on half-defined state
@@ -200,10 +189,6 @@ def run_notebook(py: Path, stream=None) -> dict:
                 result["blocks"] += block_rows(blocks, i, entered, printed)
             except Exception as err:
                 printed = [x for x in output.getvalue()[before:].splitlines() if x.startswith(prefixes)]
-                if "raises-exception" in cell["tags"]:
-                    result["expected_errors"] += 1
-                    result["blocks"] += block_rows(blocks, i, entered, printed)
-                    continue
                 missing = (getattr(err, "name", None) or "").split(".")[0]
                 if isinstance(err, ModuleNotFoundError) and missing in NOT_ON_THE_GPU_MACHINE:
                     reason, origin = f"needs {missing}", "a skipped cell"
@@ -247,30 +232,13 @@ def run_benchmark(path: Path, quick: bool) -> dict:
     return {"status": "passed" if code == 0 else "failed", "returncode": code}
 
 
-class _Hidden(importlib.abc.MetaPathFinder):
-    """Makes packages look uninstalled (the rehearsal of the lent machine)."""
-
-    def __init__(self, hidden: set[str]):
-        self.hidden = hidden
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname.split(".")[0] in self.hidden:
-            raise ModuleNotFoundError(f"No module named {fullname!r} (hidden, as on the lent GPU machine)",
-                                      name=fullname)
-
-
 def stage(name: str, device: str, quick: bool) -> int:
     """The child process: one stage, its output, then one RESULT line."""
-    hidden = {n for n in os.environ.get(HIDE_ENV, "").split(",") if n}
-    if hidden:
-        sys.meta_path.insert(0, _Hidden(hidden))
+    for hidden in filter(None, os.environ.get(HIDE_ENV, "").split(",")):
+        sys.modules[hidden] = None  # `import hidden` now raises ModuleNotFoundError, as on the lent machine
     sys.path.insert(0, str(ROOT))
     kind, target = STAGES[name]
-    if kind == "notebook":
-        detail = run_notebook(target)
-        detail["status"] = "passed" if detail["status"] == "ok" else "failed"
-    else:
-        detail = run_benchmark(target, quick)
+    detail = run_notebook(target) if kind == "notebook" else run_benchmark(target, quick)
     from lecture_utils.device import describe_device, get_device
 
     detail["device"] = describe_device(get_device(device))

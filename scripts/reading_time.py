@@ -2,14 +2,10 @@
 
     python scripts/reading_time.py [notebooks...]        (default: every notebooks/NN_*.ipynb)
 
-Reading minutes = markdown words / 200 + non-blank, non-comment code lines / 10 (the
-course's own `lecture_02.py` scores 57 by this count and is delivered in an 80-minute
-lecture). The core is every cell without the tag ``deeper``; its ✓ lines are counted in
-the stored outputs. Limits: core at most 18 minutes per notebook and 120 in all, at most
-25 ✓ lines in a notebook's core, every claim S1-S39 of shared/lecture/claims.md tagged
-(``claim-Sn``) on a core cell, and core + deeper at most 490 minutes in all (depth moves,
-it does not multiply). Prints one row per notebook, then a verdict; exits 1 when a limit
-is broken.
+Reading minutes = markdown words / 200 + non-blank, non-comment code lines / 10 (the course's
+`lecture_02.py` scores 57, for an 80-minute lecture). The core is every cell not tagged
+``deeper``; its ✓ lines are counted in the stored outputs. The limits are the constants below
+(and every claim S1-S39 tagged ``claim-Sn`` on a core cell); exit 1 when one is broken.
 """
 
 from __future__ import annotations

@@ -111,3 +111,11 @@ def test_the_readme_states_each_core_path_in_minutes_as_measured():
     stated = {name: int(minutes) for name, minutes in rows}
     measured = {p.name: round(reading_time.shape(p).core_minutes) for p in NOTEBOOKS}
     assert stated == measured, "update the README table from `python scripts/reading_time.py`"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_cell_is_allowed_to_raise(path):
+    """A deliberate error is a check(..., raises=), so any raising cell fails nbval, make run and
+    the GPU check alike."""
+    tagged = [i for i, c in enumerate(nbformat.read(path, as_version=4).cells) if "raises-exception" in tags(c)]
+    assert tagged == []
