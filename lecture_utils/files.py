@@ -123,13 +123,13 @@ class FolderLock:
     def __init__(self, path: str | Path):
         self.path, self.fd = Path(path), None
 
-    def acquire(self, note: str = "") -> bool:
+    def acquire(self, note: str = "", *, wait: bool = False) -> bool:
         import fcntl  # POSIX only: the CLIs that lock run on Linux and macOS
 
         flags = os.O_RDONLY if self.path.is_dir() else os.O_RDWR | os.O_CREAT
         fd = os.open(self.path, flags, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             os.close(fd)
             return False
@@ -148,6 +148,15 @@ class FolderLock:
             return self.path.read_text(errors="replace").strip()
         except OSError:
             return ""
+
+    @contextlib.contextmanager
+    def held(self):
+        """Inside the ``with``, this process holds the lock (it waits for another holder to finish)."""
+        self.acquire(wait=True)
+        try:
+            yield self
+        finally:
+            self.release()
 
     def release(self) -> None:
         if self.fd is not None:

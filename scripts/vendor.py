@@ -14,11 +14,12 @@ not yet in npm's cache: one line, exit 1; npm missing: one line, exit 2.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from lecture_utils.files import FolderLock
 
 ROOT = Path(__file__).resolve().parents[1]
 VENDOR = ROOT / "build" / "vendor"
@@ -37,8 +38,7 @@ def install(dest: Path = VENDOR) -> Path:
     lock = (ROOT / "package-lock.json").read_bytes()
     done = dest / "installed-package-lock.json"  # written last: the install is complete
     dest.mkdir(parents=True, exist_ok=True)
-    with open(dest / ".lock", "w") as mutex:
-        fcntl.flock(mutex, fcntl.LOCK_EX)  # a build started meanwhile waits, then finds it done
+    with FolderLock(dest / ".lock").held():  # a build started meanwhile waits, then finds it done
         if done.is_file() and done.read_bytes() == lock:
             return dest / "node_modules"
         npm = shutil.which("npm")
