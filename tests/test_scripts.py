@@ -7,9 +7,12 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
+# Each starts make, Jupyter kernels and jupytext (seconds apiece): they run in `make test-slow`.
+pytestmark = pytest.mark.slow
 
 
 def make(folder: Path, target: str) -> subprocess.CompletedProcess:
