@@ -30,7 +30,7 @@ ANSWERS: dict[str, Answer] = {
         4: "the merge condition is stride[0] == stride[1] * size[1]: times size[1]"}),
     'Q5, extra memory (bytes)': Answer(1_207_959_552, rel=0.01),
     'Q5, memory traffic (bytes)': Answer(2_415_919_104, rel=0.01),
-    'E1.1, x[::2, 1:]': Answer(((2, 3), (8, 1), 1), hints={
+    'E1.1, x[::2] from column 1 on': Answer(((2, 3), (8, 1), 1), hints={
         ((2, 3), (4, 1), 1): "::2 keeps every other row: one step down skips two rows of 4"}),
     'E1.1, x.T[1:, ::2]': Answer(((3, 2), (1, 8), 1), hints={
         ((3, 2), (1, 4), 1): "::2 keeps every other column of x.T: the column stride doubles"}),
@@ -48,8 +48,8 @@ ANSWERS: dict[str, Answer] = {
         80e9 / 18: "that is a mixed-precision count: naive fp32 AdamW keeps 4 fp32 numbers per parameter"}),
     'Q3, 8 GPUs sharded (params)': Answer(40e9, rel=0.01, hints={
         5e9: "that is the replicated limit: perfect sharding splits the state 8 ways"}),
-    'Q3, one GPU, 20% held back': Answer(4e9, rel=0.01),
-    'Q3, 8 sharded, 20% held back': Answer(32e9, rel=0.01),
+    'Q3, one GPU with 20% held back': Answer(4e9, rel=0.01),
+    'Q3, eight GPUs sharded with 20% held back': Answer(32e9, rel=0.01),
     # notebook 03
     'Q4, days at MFU 0.4': Answer(179.9, rel=0.01, hints={
         89.95: "that peak is the sparse 1979 TFLOP/s: divide by the dense one, 1979 / 2",

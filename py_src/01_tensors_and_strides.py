@@ -408,7 +408,7 @@ e1_1_b = ...  # (shape, stride, offset) of x.T[1:, ::2]
 e1_1_values = ...  # the values of x.T[1:, ::2], as a nested list of rows
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
-check_answer("E1.1, x[::2, 1:]", e1_1_a)
+check_answer("E1.1, x[::2] from column 1 on", e1_1_a)
 check_answer("E1.1, x.T[1:, ::2]", e1_1_b)
 check_answer("E1.1, values of x.T[1:, ::2]", e1_1_values)
 
@@ -423,6 +423,6 @@ def metadata(v):
 e1_1_a, e1_1_b = metadata(x[::2, 1:]), metadata(x.T[1:, ::2])
 e1_1_values = [[1 + r * 1 + c * 8 for c in range(2)] for r in range(3)]
 print("x.T[1:, ::2] =", x.T[1:, ::2].tolist())
-check_answer("E1.1, x[::2, 1:]", e1_1_a)
+check_answer("E1.1, x[::2] from column 1 on", e1_1_a)
 check_answer("E1.1, x.T[1:, ::2]", e1_1_b)
 check_answer("E1.1, values of x.T[1:, ::2]", e1_1_values)

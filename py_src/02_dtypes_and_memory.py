@@ -649,8 +649,8 @@ q3_eight_sharded_80 = ...  # 8 sharded GPUs with 20% held back
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "claim-S39"]
 check_answer("Q3, one GPU (params)", q3_one_gpu)
 check_answer("Q3, 8 GPUs sharded (params)", q3_eight_sharded)
-check_answer("Q3, one GPU, 20% held back", q3_one_gpu_80)
-check_answer("Q3, 8 sharded, 20% held back", q3_eight_sharded_80)
+check_answer("Q3, one GPU with 20% held back", q3_one_gpu_80)
+check_answer("Q3, eight GPUs sharded with 20% held back", q3_eight_sharded_80)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "claim-S5"]
 # Answer. 16 bytes per parameter (4 + 4 + 4 + 4), so one 80 GB GPU holds 80e9 / 16 = 5B
@@ -665,5 +665,5 @@ print(f"{q3_one_gpu / 1e9:g}B on one GPU, {q3_eight_sharded / 1e9:g}B on 8 shard
       f"({q3_one_gpu_80 / 1e9:g}B and {q3_eight_sharded_80 / 1e9:g}B with 20% held back)")
 check_answer("Q3, one GPU (params)", q3_one_gpu)
 check_answer("Q3, 8 GPUs sharded (params)", q3_eight_sharded)
-check_answer("Q3, one GPU, 20% held back", q3_one_gpu_80)
-check_answer("Q3, 8 sharded, 20% held back", q3_eight_sharded_80)
+check_answer("Q3, one GPU with 20% held back", q3_one_gpu_80)
+check_answer("Q3, eight GPUs sharded with 20% held back", q3_eight_sharded_80)

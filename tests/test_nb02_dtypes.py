@@ -170,8 +170,8 @@ def test_q2_answers_agree_with_torch():
 def test_q3_answers_agree_with_max_params_that_fit():
     assert ANSWERS["Q3, one GPU (params)"].expected == max_params_that_fit(80e9)
     assert ANSWERS["Q3, 8 GPUs sharded (params)"].expected == max_params_that_fit(80e9, n_gpus=8, sharded=True)
-    assert ANSWERS["Q3, one GPU, 20% held back"].expected == max_params_that_fit(0.8 * 80e9)
-    assert ANSWERS["Q3, 8 sharded, 20% held back"].expected == max_params_that_fit(0.8 * 80e9, n_gpus=8,
+    assert ANSWERS["Q3, one GPU with 20% held back"].expected == max_params_that_fit(0.8 * 80e9)
+    assert ANSWERS["Q3, eight GPUs sharded with 20% held back"].expected == max_params_that_fit(0.8 * 80e9, n_gpus=8,
                                                                                     sharded=True)
 
 
