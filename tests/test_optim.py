@@ -124,6 +124,7 @@ def test_step_skips_parameters_without_a_gradient_and_returns_the_closures_loss(
 
 
 @pytest.mark.multiprocess
+@pytest.mark.slow  # seconds: make test-slow (CI) runs it
 class TestZeroStage1:  # two spawned gloo processes: its own xdist unit (tests/conftest.py)
     def test_zero_stage1_halves_each_ranks_adamw_state(self):
         rows = optim.zero_state_bytes(sizes=(64, 128, 128, 64), world_size=2)

@@ -544,6 +544,7 @@ def test_resume_without_or_with_a_corrupt_checkpoint_is_a_clear_error(tmp_path, 
 
 
 @pytest.mark.multiprocess
+@pytest.mark.slow  # seconds: make test-slow (CI) runs it
 class TestTwoGlooProcesses:  # its own xdist unit (tests/conftest.py)
     def test_two_gloo_processes_match_one_process_and_shard_adamw(self, tmp_path, in_process_cli):
         """torchrun with 2 CPU processes (DDP, gloo, --zero1) against 1 process, same global batch."""
