@@ -66,7 +66,7 @@ def train_tokenizer(corpus_dir: Path, vocab_size: int, out: Path):
 
 # What `prepare` writes, relative to the data folder. They are built in a staging folder
 # beside them (``.prepare-<pid>-*``, same file system), checked, and only then renamed into
-# place, one os.replace each, after a COMMITTING marker is written in the staging folder.
+# place, one atomic rename each (files.move_in_sealed), after a COMMITTING marker is written in the staging folder.
 # A failure or kill before the marker leaves the old files untouched (the next `prepare`
 # removes the stale staging folder); a kill during the renames (a few microseconds) is
 # finished by the next `prepare`, which moves the rest of the verified files in first.
@@ -152,7 +152,7 @@ def _exclusive(folder: Path):
     lock = FolderLock(folder)
     try:
         held = lock.acquire()
-    except OSError:  # a file system without flock (some network mounts): go on unlocked
+    except OSError:  # a file system without file locks (some network mounts): go on unlocked
         held = True
     if not held:
         pids = sorted({d.name[len(STAGING_PREFIX):].split("-")[0] for d in folder.glob(STAGING_PREFIX + "*")})
