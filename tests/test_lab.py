@@ -180,7 +180,13 @@ def test_rise_presents_a_notebook_with_the_project_kernel(lab, chromium):
     assert title in slide.inner_text()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=SCREENSHOTS / "rise.png")
+    # Live slides: RISE started the notebook's own kernel, ready to execute cells. Lab creates a
+    # session under a temporary name (notebooks/<uuid>) and renames it to the notebook a moment
+    # later, so wait for the rename rather than read the list once.
+    expected, deadline = [(f"notebooks/{notebook}", KERNEL)], time.monotonic() + 30
+    while (found := [(s["path"], s["kernel"]["name"]) for s in _get(lab, "api/sessions")]) != expected:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     page.close()
-    # Live slides: RISE started the notebook's own kernel, ready to execute cells.
-    sessions = _get(lab, "api/sessions")
-    assert [(s["path"], s["kernel"]["name"]) for s in sessions] == [(f"notebooks/{notebook}", KERNEL)]
+    assert found == expected
