@@ -50,6 +50,9 @@ def _close(got, expected, rel: float, abs_: float) -> bool:
 
 
 def _short(value) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
+        # 6300000000000000000000000 is unreadable: show 6.3e+24, and say the check was exact
+        return f"{value:.6g} (an exact integer)"
     text = repr(value) if not isinstance(value, (torch.Tensor, np.ndarray)) else str(value)
     return text if len(text) <= 200 else text[:197] + "..."
 

@@ -18,8 +18,8 @@ def memory_calculator():
     """An ipywidgets calculator: parameters, recipe, GPUs, sharded or not."""
     import ipywidgets as w
 
-    n_params = w.FloatLogSlider(value=7e9, base=10, min=6, max=12, step=0.05,
-                                description="params", readout_format=".3g")
+    # Text boxes, not log sliders: a browser snaps a slider to its step grid (7e9 -> 7.08e9)
+    n_params = w.BoundedFloatText(value=7e9, min=1e6, max=1e13, description="params")
     recipe = w.Dropdown(options=list(RECIPES), value="fp32_adamw", description="recipe")
     n_gpus = w.IntSlider(value=8, min=1, max=1024, description="GPUs")
     gpu_gb = w.FloatText(value=80.0, description="GB / GPU")
@@ -47,10 +47,10 @@ def training_time_calculator():
     """An ipywidgets calculator: params, tokens, GPU, count, MFU -> days (6ND, dense peak)."""
     import ipywidgets as w
 
-    params = w.FloatLogSlider(value=70e9, base=10, min=8, max=13, step=0.05, description="params",
-                              readout_format=".3g")
-    tokens = w.FloatLogSlider(value=15e12, base=10, min=9, max=14, step=0.05, description="tokens",
-                              readout_format=".3g")
+    # Text boxes, not log sliders: a browser snaps a slider to its step grid, and the lecture's
+    # 70e9 and 15e12 would open as 7.08e10 and 1.58e13 (153.8 days, not 143.9)
+    params = w.BoundedFloatText(value=70e9, min=1e6, max=1e15, description="params")
+    tokens = w.BoundedFloatText(value=15e12, min=1e6, max=1e16, description="tokens")
     gpu = w.Dropdown(options=list(ACCELERATORS), value="H100 SXM", description="GPU")
     count = w.IntText(value=1024, description="GPUs")
     utilisation = w.FloatSlider(value=0.5, min=0.05, max=1.0, step=0.05, description="MFU")

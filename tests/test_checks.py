@@ -11,6 +11,15 @@ def test_check_prints_one_line_on_success(capsys):
     assert capsys.readouterr().out == "✓ sum: 2\n"
 
 
+def test_a_huge_integer_prints_as_a_person_reads_it_and_is_still_compared_exactly(capsys):
+    check("6ND (FLOPs)", 6 * 70 * 10**9 * 15 * 10**12, 6_300_000_000_000_000_000_000_000)
+    assert capsys.readouterr().out == "✓ 6ND (FLOPs): 6.3e+24 (an exact integer)\n"
+    check("below 1e15 it is written out", 10**15 - 1, 10**15 - 1)
+    assert capsys.readouterr().out == "✓ below 1e15 it is written out: 999999999999999\n"
+    with pytest.raises(AssertionError):
+        check("one more FLOP is a different number", 6 * 10**24 + 1, 6 * 10**24)
+
+
 @pytest.mark.parametrize(
     ("got", "expected", "kw"),
     [

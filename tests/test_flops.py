@@ -160,6 +160,31 @@ def test_training_time_table_and_calculator():
     assert not math.isnan(box.children[0].value)
 
 
+def _on_the_step_grid(widget) -> bool:
+    """Whether a browser shows the widget's value as it is: a slider snaps it to its step grid."""
+    import ipywidgets as w
+
+    if isinstance(widget, w.FloatLogSlider):
+        steps = (math.log(widget.value, widget.base) - widget.min) / widget.step
+    elif isinstance(widget, (w.FloatSlider, w.IntSlider)):
+        steps = (widget.value - widget.min) / widget.step
+    else:
+        return True  # text boxes, dropdowns and checkboxes keep what they are given
+    return math.isclose(steps, round(steps), abs_tol=1e-9)
+
+
+def test_the_calculators_open_on_the_lectures_numbers_in_a_browser_too():
+    """The 03 calculator must open on 70B, 15T and 143.9 days: a log slider with step 0.05
+    from 1e8 snapped 70e9 to 7.08e10 and 15e12 to 1.58e13 in the browser (153.8 days)."""
+    from lecture_utils.widgets import memory_calculator
+
+    for box in (training_time_calculator(), memory_calculator()):
+        off_grid = [c.description for c in box.children if not _on_the_step_grid(c)]
+        assert off_grid == [], f"a browser would move these from their opening value: {off_grid}"
+    params, tokens = training_time_calculator().children[:2]
+    assert (params.value, tokens.value) == (70e9, 15e12)
+
+
 def test_torch_dynamo_is_imported_only_when_flops_are_counted():
     """torch._dynamo takes ~2 s to import: importing the package, its FLOP and timing helpers
     and a notebook's first cell must not pull it in (checked in a fresh process: this one may
