@@ -11,7 +11,7 @@ KERNEL := pytorch-resource-accounting
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 LAB_ARGS ?=
 
-.PHONY: help setup lab test test-slow unit nbval run regen export lint wheel bench data corpus gpu-check gpu-rehearsal clean \
+.PHONY: help setup lab test test-slow unit nbval run regen export lint lint-workflows wheel bench data corpus gpu-check gpu-rehearsal clean \
 	site slides site-check
 
 help:  ## list the targets
@@ -91,8 +91,15 @@ regen: export  ## export lesson code, then re-execute notebooks in place (new go
 export: $(STAMP)  ## copy every `# @save` lesson cell into lecture_utils (the notebook is the source)
 	$(BIN)/python scripts/export_lessons.py
 
-lint: $(STAMP)  ## ruff over lecture_utils, tests, scripts, benchmarks and the notebooks' .py twins
-	$(BIN)/ruff check lecture_utils tests scripts benchmarks py_src
+lint: lint-workflows  ## actionlint over the CI workflow, then ruff over the Python (the notebooks through their .py twins)
+	$(BIN)/ruff check conftest.py lecture_utils tests scripts benchmarks py_src
+
+# The pinned shellcheck checks the workflow's run: scripts (not whichever one a machine has on
+# PATH: GitHub's runners have one, these machines none); no python run: scripts, so no pyflakes.
+# tests/test_workflow.py plants an error in a copy (make lint-workflows WORKFLOWS=copy.yml).
+WORKFLOWS := $(wildcard .github/workflows/*.yml .github/workflows/*.yaml)
+lint-workflows: $(STAMP)  ## actionlint over .github/workflows/ (the first half of make lint)
+	$(BIN)/actionlint -shellcheck=$(BIN)/shellcheck -pyflakes= $(WORKFLOWS)
 
 wheel: $(STAMP)  ## dist/pytorch_resource_accounting-*.whl: the package and its data, for Colab and hosted Jupyter
 	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation . -w dist/
