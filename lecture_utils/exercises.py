@@ -58,9 +58,12 @@ ANSWERS: dict[str, Answer] = {
     'Q4, time at MFU 0.4 / at MFU 0.5': Answer(1.25, rel=0.01, hints={
         0.8: "time is proportional to 1 / MFU: which of the two runs takes longer?"}),
     'E3.1, MFU by 6ND': Answer(0.187, rel=0.02, hints={
-        0.247: "N in 6ND is the non-embedding parameters: an embedding lookup is not a matmul"}),
+        0.247: "N in 6ND is the non-embedding parameters: an embedding lookup is not a matmul",
+        0.129: "85M is GPT-2 small's usual N, the blocks only: this model's output layer is untied, "
+               "a matmul of its own (38.6M weights) that 6N must count"}),
     'E3.1, MFU by the exact count': Answer(0.216, rel=0.02, hints={
-        0.072: "the exact count is one forward pass: a training step is forward + backward, 3x it"}),
+        0.072: "the exact count is one forward pass: a training step is forward + backward, 3x it",
+        0.149: "with N = 85M you left out the untied output layer (38.6M weights), which is a matmul"}),
     # notebook 04
     'Q1, forward FLOPs': Answer(720_896),
     'Q1, backward FLOPs, data input': Answer(1_048_576, hints={

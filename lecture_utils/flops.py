@@ -17,9 +17,10 @@ from lecture_utils.hardware import Accelerator, find_accelerator
 SECONDS_PER_DAY = 24 * 60 * 60
 
 
-# >>> lesson code from py_src/03_flops_and_mfu.py: edit it there, then `make export`
 @dataclass(frozen=True)
 class TrainingFlops:
+    """The FLOPs of training, forward and backward (what ``training_flops`` returns)."""
+
     forward: float
     backward: float
 
@@ -28,6 +29,7 @@ class TrainingFlops:
         return self.forward + self.backward
 
 
+# >>> lesson code from py_src/03_flops_and_mfu.py: edit it there, then `make export`
 def training_flops(n_params, n_tokens) -> TrainingFlops:
     """6ND: forward 2ND (a multiply-add per parameter per token), backward 4ND (§3.3)."""
     return TrainingFlops(forward=2 * n_params * n_tokens, backward=4 * n_params * n_tokens)

@@ -15,9 +15,8 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 03 · FLOPs and MFU: what every operation costs in time
 #
-# *How long will it take?* (§1.1, §3.1–§3.4 of the notes, self-test Q4). A core path, the
-# lecture (about 14 minutes to read), then collapsed "Going deeper" sections. `✓` marks a
-# checked claim.
+# *How long will it take?* (§1.1, §3.1–§3.4, self-test Q4): the core path (about 18 minutes),
+# then collapsed "Going deeper" sections. `✓` marks a checked claim.
 
 # %%
 from lecture_utils import setup; device = setup()
@@ -26,33 +25,22 @@ from lecture_utils import setup; device = setup()
 # ## §1.1 The opening estimate: how long does a 70B model take to train?
 #
 # $N = 70 \times 10^9$ parameters trained on $D = 15 \times 10^{12}$ tokens cost about
-# $6ND$ FLOPs: $2ND$ forward, $4ND$ backward (§3.3). `training_flops` is the rule as code;
-# later notebooks import it.
+# $6ND$ FLOPs: $2ND$ forward, $4ND$ backward (§3.3). `training_flops` is the rule as code.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Ask the room: the H100 datasheet says 1979 TFLOP/s in bf16. Is that what we divide by?
+# - Ask the room: the datasheet says 1979 TFLOP/s in bf16. Do we divide by that?
 
 # %%
-from dataclasses import dataclass
 from fractions import Fraction
 
 import torch
 
 from lecture_utils import check, check_answer, cuda_only, measured
+from lecture_utils.flops import TrainingFlops  # forward, backward, and .total
 
 
 # %% slideshow={"slide_type": "subslide"}
 # @save lecture_utils/flops.py
-@dataclass(frozen=True)
-class TrainingFlops:
-    forward: float
-    backward: float
-
-    @property
-    def total(self) -> float:
-        return self.forward + self.backward
-
-
 def training_flops(n_params, n_tokens) -> TrainingFlops:
     """6ND: forward 2ND (a multiply-add per parameter per token), backward 4ND (§3.3)."""
     return TrainingFlops(forward=2 * n_params * n_tokens, backward=4 * n_params * n_tokens)
@@ -62,6 +50,10 @@ def training_flops(n_params, n_tokens) -> TrainingFlops:
 N, D = 70_000_000_000, 15_000_000_000_000  # integers keep the arithmetic exact
 C = training_flops(N, D)  # C.forward = 2ND, C.backward = 4ND
 check("6ND for 70B params x 15T tokens (FLOPs)", C.total, 6_300_000_000_000_000_000_000_000)
+
+# %% [markdown]
+# For scale: 20 GPT-3s ($3.14 \times 10^{23}$ FLOPs, Brown et al. 2020), under the
+# $10^{26}$ of the 2023 US reporting rule (EO 14110, revoked 2025; checked below).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The datasheet's headline figure is the sparse one: halve it
@@ -100,12 +92,15 @@ check("1024 H100s at MFU 0.5 (days)", round(days, 1), 143.9)
 check("1024 H100s at MFU 1, the peak itself (days)", round(days_ideal, 1), 72.0)
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
-# ### Going deeper: the sparse trap, and the estimate for other GPUs
+# ### Going deeper: GPT-3 for scale, the sparse trap, and the estimate for other GPUs
 #
-# **The 2:4 pattern.** In a 2:4 sparse row two of every four weights are zero; the sparse
+# **For scale**, GPT-3 by the same rule. **The 2:4 pattern.** In a 2:4 sparse row two of every four weights are zero; the sparse
 # tensor cores do only the other two multiplies, the share that turns 1979 into 989.5:
 
 # %% tags=["deeper"]
+gpt3 = training_flops(175_000_000_000, 300_000_000_000).total
+check("GPT-3 by 6ND, this run in GPT-3s, and under 1e26",
+      (f"{gpt3:.3g}", round(C.total / gpt3), C.total < 10**26), ("3.15e+23", 20, True))
 row = torch.tensor([0.7, 0.0, -1.3, 0.0, 0.0, 0.2, 0.0, 0.9])  # 2:4 sparse: two zeros in every four
 done = (row != 0).float().mean().item()  # the share of multiplies the sparse tensor cores really do
 check("H100 dense bf16 peak = 1979 x that share (TFLOP/s)", 1979 * done, h100.peak("bf16") / 1e12)
@@ -135,7 +130,7 @@ check("the honest estimate / the dream", round(days / days_paper, 9), 4.0)
 # %% [markdown] tags=["deeper"]
 # **A calculator.** Everything in the opening estimate fits in one formula: days = $6ND$ /
 # (dense peak × MFU × GPUs) / 86 400. `training_days` computes it against any GPU of the
-# hardware table, and the widget below puts it behind sliders (it needs a live kernel; a
+# hardware table, and the widget below puts it behind input boxes (it needs a live kernel; a
 # static view shows only the widget's description, so a printed table follows).
 
 # %% tags=["deeper"]
@@ -187,9 +182,8 @@ plt.show()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §3.1 Elementwise operations: cheap arithmetic, expensive traffic
 #
-# `y = torch.sin(x) + x * x` does **3 FLOPs** per element. Eager PyTorch runs each op as its
-# own kernel, which reads its inputs from memory and writes its output back (fp32, bytes
-# per element):
+# `y = torch.sin(x) + x * x` does **3 FLOPs** per element. Eager PyTorch runs each op as a
+# kernel that reads its inputs from memory and writes its output back (fp32 bytes):
 #
 # | kernel | reads | writes |
 # | :--- | ---: | ---: |
@@ -197,24 +191,69 @@ plt.show()
 # | `q = x * x` | 4 | 4 |
 # | `y = s + q` | 8 | 4 |
 #
-# 28 bytes for 3 FLOPs. FLOPs per byte moved is the **arithmetic intensity**; below the
-# chip's *ridge point* (peak FLOP/s ÷ memory bandwidth) an op is **memory-bound**.
+# 28 bytes for 3 FLOPs. FLOPs per byte is the **arithmetic intensity**; below the *ridge
+# point* (peak FLOP/s ÷ bandwidth; H100 fp32: 20) an op is **memory-bound**. Traced:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Ask the room: on an H100, does `sin(x) + x*x` wait on the arithmetic or on memory?
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S15"]
+from lecture_utils.trace import OpLog
+
+
 def sin_plus_square(x):
     return torch.sin(x) + x * x
 
 
-intensity = Fraction(3, 4 + 4 + 4 + 4 + 8 + 4)  # FLOPs / bytes per element, eager, fp32
-ridge = h100.peak("fp32") / h100.hbm_bandwidth  # 67 TFLOP/s / 3.35 TB/s = 20 FLOP/byte
-check("sin(x) + x*x, eager: FLOPs per byte moved", intensity, Fraction(3, 28))
-check("the H100's fp32 ridge point is this many times higher: memory-bound", round(ridge / intensity), 187)
+x_small = torch.randn(1000)
+with OpLog() as traffic:
+    y_small = sin_plus_square(x_small)
+eager_bytes = sum(read + written for _, read, written in traffic.ops) / x_small.numel()
+intensity = Fraction(3, int(eager_bytes))  # FLOPs per byte moved
+check("eager sin(x) + x*x, traced: bytes moved per element", eager_bytes, 28.0)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Predict, then measure: an honest clock
+#
+# Three traps: a GPU op *returns before it has run* (the CPU only queues it), a first call
+# pays one-off costs, one run is noisy. So: warm up, synchronize, take a median
+# (`torch.utils.benchmark`, used later, does the same).
+
+# %% slideshow={"slide_type": "subslide"}
+import statistics
+import time
+
+
+def time_op(fn, *args, repeats=5):
+    """Median seconds of fn(*args) after a warm-up call, the device idle around each timed call."""
+    sync = {"cuda": torch.cuda.synchronize, "mps": torch.mps.synchronize}.get(device.type, lambda: None)
+    fn(*args)  # warm-up: the first call pays for allocation, kernel choice, cold caches
+    times = []
+    for _ in range(repeats):
+        sync()  # start from an idle device (a GPU call returns before its kernels run) ...
+        start = time.perf_counter()
+        fn(*args)
+        sync()  # ... and stop the clock when this call's work is done
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# If time followed FLOPs, a copy (`x.clone()`: 8 bytes per element, 0 FLOPs) would be free;
+# if it follows bytes, `sin(x) + x*x` takes $28/8 = 3.5$ copies. On a GPU it does; a CPU's
+# `sin` costs dozens of instructions, so there the ratio is higher:
+
+# %% tags=["claim-S15"]
+g = torch.Generator().manual_seed(0)  # the timing's own draws: the global generator stays put
+x = torch.randn(2**28 if device.type == "cuda" else 2**22, generator=g).to(device)  # 1 GiB, or 16 MiB
+t_op, t_copy = time_op(sin_plus_square, x), time_op(torch.clone, x)
+measured("sin(x) + x*x, achieved", 3 * x.numel() / t_op / 1e9, "GFLOP/s")
+measured("sin(x) + x*x, achieved traffic (28 B per element)", 28 * x.numel() / t_op / 1e9, "GB/s")
+measured("its time / a copy's (the bytes predict 3.5)", t_op / t_copy)
+assert device.type != "cuda" or t_op / t_copy < 10, "on a GPU it should cost a few copies, as its bytes say"
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
-# ### Going deeper: the traffic, traced and timed
+# ### Going deeper: what the counters see, and fusion
 #
 # **FLOPs.** A `sin` is really a dozen or more instructions, but the literature counts each
 # elementwise op as one FLOP, or as zero. `FlopCounterMode`, the counter behind
@@ -225,59 +264,39 @@ check("the H100's fp32 ridge point is this many times higher: memory-bound", rou
 # %% tags=["deeper"]
 from lecture_utils.flops import count_flops
 
-x_small = torch.randn(1000)
 ew = count_flops(sin_plus_square, x_small, backward=False)
 check("FlopCounterMode: sin(x) + x*x costs", ew.forward, 0)
 check("...and nothing is flagged as uncounted", ew.uncounted_ops, ())
+ridge = h100.peak("fp32") / h100.hbm_bandwidth  # 67 TFLOP/s / 3.35 TB/s = 20 FLOP/byte
+check("the H100's fp32 ridge point is this many times its intensity: memory-bound", round(ridge / intensity), 187)
 
 # %% [markdown] tags=["deeper"]
-# **Bytes.** The unavoidable traffic is to read `x` once and write `y` once: 4 + 4 = **8
-# bytes per element** in fp32. That is what a *fused* kernel (one pass over memory) moves.
-# To see the eager traffic rather than assert it, `OpLog` (from `lecture_utils.trace`) logs
-# every aten op that runs, with the bytes of its distinct input tensors and of its output.
-# (`x * x` passes the same tensor twice; a kernel reads it once.)
-
-# %% tags=["deeper"]
-from lecture_utils.trace import OpLog
-
-n = x_small.numel()
-with OpLog() as traffic:
-    y_small = sin_plus_square(x_small)
-
-print(f"{'kernel':<7} {'read B/elem':>12} {'written B/elem':>15}")
-for name, read, written in traffic.ops:
-    print(f"{name:<7} {read / n:>12g} {written / n:>15g}")
-eager_bytes = sum(read + written for _, read, written in traffic.ops)
-check("eager runs three kernels", traffic.names(), ["sin", "mul", "add"])
-check("eager traffic, bytes per element", eager_bytes / n, 28.0)
-fused_bytes = (x_small.nbytes + y_small.nbytes) / n
-check("fused minimum (read x, write y), bytes per element", fused_bytes, 8.0)
-check("fused intensity (FLOP/byte), and fusion's cut in traffic",
-      (Fraction(3, int(fused_bytes)), Fraction(int(eager_bytes / n), int(fused_bytes))),
-      (Fraction(3, 8), Fraction(7, 2)))
-
-# %% [markdown] tags=["deeper"]
-# Now the measurement: the eager op on growing tensors, timed with `torch.utils.benchmark`
-# (through `time_fn`). From each median time we get the achieved FLOP/s (3 FLOPs per
-# element) and the achieved bandwidth (28 bytes per element). Sizes are chosen by device:
-# up to 4M elements on a CPU, up to 64M on a GPU.
+# **The clock, checked.** `torch.utils.benchmark` (through `time_fn`) warms up, synchronizes
+# and repeats until a minimum run time has passed: its median must land near `time_op`'s.
 
 # %% tags=["deeper"]
 from lecture_utils.bench import time_fn
 
-ON_GPU = device.type == "cuda"
-EW_SIZES = [2**20, 2**22, 2**24, 2**26] if ON_GPU else [2**16, 2**18, 2**20, 2**22]
-ew_points = []
-for size in EW_SIZES:
-    x = torch.randn(size).to(device)  # drawn on the CPU: the same numbers on every device
-    seconds = time_fn(sin_plus_square, x, min_run_time=0.05)
-    rate = 3 * size / seconds
-    # per_device: the sizes (and so the labels) differ between a CPU and a GPU
-    measured(f"sin(x) + x*x, {size:>10,} elements", seconds * 1e6, "µs", per_device=True)
-    measured("  achieved", rate / 1e9, "GFLOP/s", per_device=True)
-    measured("  achieved (eager traffic)", 28 * size / seconds / 1e9, "GB/s", per_device=True)
-    ew_points.append((f"sin(x)+x*x, 2^{size.bit_length() - 1}", float(intensity), rate))
-del x
+t_benchmark = time_fn(sin_plus_square, x, min_run_time=0.05)
+measured("torch.utils.benchmark's median / time_op's", t_benchmark / t_op)
+assert 0.1 < t_benchmark / t_op < 10  # the same order of magnitude: a broken clock is off by far more
+
+# %% [markdown] tags=["deeper"]
+# **Bytes.** The unavoidable traffic is to read `x` once and write `y` once: 4 + 4 = **8
+# bytes per element** in fp32. That is what a *fused* kernel (one pass over memory) moves,
+# and the traced eager table above, kernel by kernel (`x * x` passes the same tensor twice;
+# a kernel reads it once):
+
+# %% tags=["deeper"]
+n = x_small.numel()
+print(f"{'kernel':<7} {'read B/elem':>12} {'written B/elem':>15}")
+for name, read, written in traffic.ops:
+    print(f"{name:<7} {read / n:>12g} {written / n:>15g}")
+fused_bytes = (x_small.nbytes + y_small.nbytes) / n
+check("fused minimum (read x, write y), bytes per element", fused_bytes, 8.0)
+check("fused intensity (FLOP/byte), and fusion's cut in traffic",
+      (Fraction(3, int(fused_bytes)), Fraction(int(eager_bytes), int(fused_bytes))),
+      (Fraction(3, 8), Fraction(7, 2)))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §3.2 Matrix multiplication is the main course
@@ -287,7 +306,8 @@ del x
 #
 # $$\text{FLOPs}(XW) = 2BDK.$$
 #
-# `count_flops` (PyTorch's `FlopCounterMode`) counts the matmuls that actually ran.
+# `count_flops` (`FlopCounterMode`) counts the matmuls that ran. Leading dimensions are a
+# batch, which is how FLOPs are counted per token:
 
 # %%
 # @save lecture_utils/flops.py
@@ -297,30 +317,39 @@ def matmul_flops(b, d, k):
 
 
 # %% tags=["claim-S16"]
-from lecture_utils.flops import count_flops
-
 X, W = torch.randn(64, 128), torch.randn(128, 32)
-counted = count_flops(torch.matmul, X, W, backward=False)
-check("(64x128) @ (128x32): FlopCounterMode's count == 2BDK", counted.forward, matmul_flops(64, 128, 32))
+check("(64x128) @ (128x32): FlopCounterMode's count == 2BDK",
+      count_flops(torch.matmul, X, W, backward=False).forward, matmul_flops(64, 128, 32))
+check("(4, 8, 16, 32) @ (32, 2) == 2BDK with B = 4*8*16", count_flops(
+      torch.matmul, torch.randn(4, 8, 16, 32), torch.randn(32, 2), backward=False).forward, matmul_flops(4 * 8 * 16, 32, 2))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **Intensity of a matmul.** An $n^3$ matmul does $2n^3$ FLOPs and moves at least $3n^2$
-# elements: $n/6$ FLOP/byte in fp32, $n/3$ in bf16. It **grows with $n$**: a matmul is
-# compute-bound only once $n$ passes the ridge point (H100: 20 FLOP/byte in fp32, 295 in
-# bf16). Matmuls dominate the FLOPs, not always the *time*.
+# elements: $n/6$ FLOP/byte in fp32 ($n/3$ in bf16). It **grows with $n$**: a matmul is
+# compute-bound once its intensity passes the ridge point. Predict, then measure: small
+# matmuls far below this machine's best, large ones near it:
 
-# %% tags=["claim-S17"]
-def matmul_intensity(n, bytes_per_element):
-    return Fraction(matmul_flops(n, n, n), 3 * n * n * bytes_per_element)  # FLOPs / bytes moved
+# %% caption="Measured roofline of this machine: sin(x)+x*x and square fp32 matmuls, against the best matmul and the copy bandwidth timed here." slideshow={"slide_type": "subslide"} tags=["claim-S17"]
+import matplotlib.pyplot as plt
 
+from lecture_utils.plots import plot_roofline
 
-first_compute_bound = {dt: min(2**p for p in range(4, 14)  # n = 16 ... 8192
-                               if matmul_intensity(2**p, nbytes) > h100.peak(dt) / h100.hbm_bandwidth)
-                       for dt, nbytes in (("fp32", 4), ("bf16", 2))}
-check("H100: the smallest power-of-two n at which an n^3 matmul is compute-bound", first_compute_bound, {"fp32": 128, "bf16": 1024})
+SIZES = [256, 512, 1024, 2048, 4096, 8192] if device.type == "cuda" else [8, 16, 32, 64, 128, 256, 512]
+fp32_rates = {}
+for n in SIZES:
+    a, b = torch.randn(n, n, generator=g).to(device), torch.randn(n, n, generator=g).to(device)
+    fp32_rates[n] = matmul_flops(n, n, n) / time_op(torch.matmul, a, b)
+    measured(f"fp32 matmul, n = {n}", fp32_rates[n] / 1e9, "GFLOP/s", per_device=True)  # sizes differ by device
+best, bandwidth = max(fp32_rates.values()), 8 * x.numel() / t_copy  # this machine's roofs, as measured
+points = [("sin(x) + x*x", float(intensity), 3 * x.numel() / t_op)] + [
+    (f"matmul n = {n}", n / 6, rate) for n, rate in fp32_rates.items()]
+plot_roofline(points, best, bandwidth, title=f"fp32 on {device.type}, measured")
+plt.show()
+check("the largest matmul is at least 5x the smallest in FLOP/s, the elementwise op under 1/10",
+      (fp32_rates[SIZES[-1]] > 5 * fp32_rates[SIZES[0]], 3 * x.numel() / t_op < best / 10), (True, True))
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
-# ### Going deeper: the roofline
+# ### Going deeper: the roofline from the spec sheet
 #
 # The **roofline** draws both limits at once: an op of intensity $I$ can reach at most
 # $\min(\text{peak},\ \text{bandwidth} \times I)$ FLOP/s. Below, the H100's fp32 roofline
@@ -330,19 +359,22 @@ check("H100: the smallest power-of-two n at which an n^3 matmul is compute-bound
 # elementwise ops, norms and softmax do few FLOPs yet each pays full memory traffic.
 
 # %% caption="H100 fp32 roofline from the spec sheet, with sin(x)+x*x and square matmuls at the best FLOP/s each can reach." tags=["deeper"]
-from lecture_utils.plots import plot_roofline
+def matmul_intensity(n, bytes_per_element):
+    return Fraction(matmul_flops(n, n, n), 3 * n * n * bytes_per_element)  # FLOPs / bytes moved
 
-peak, bandwidth = h100.peak("fp32"), h100.hbm_bandwidth
+
+spec_peak, spec_bandwidth = h100.peak("fp32"), h100.hbm_bandwidth
 ops = {"sin(x) + x*x (eager)": intensity} | {f"matmul n = {s}": matmul_intensity(s, 4)
                                              for s in (16, 64, 256, 1024, 4096)}
-fig = plot_roofline([(label, float(i), min(peak, bandwidth * float(i))) for label, i in ops.items()],
-                    peak, bandwidth, title="H100 fp32 roofline (spec sheet): the best each op can reach")
+fig = plot_roofline([(label, float(i), min(spec_peak, spec_bandwidth * float(i))) for label, i in ops.items()],
+                    spec_peak, spec_bandwidth, title="H100 fp32 roofline (spec sheet): the best each op can reach")
 fig.axes[0].set_ylabel("attainable FLOP/s (at best)", fontsize=13)
 plt.show()
 
 # %% [markdown] tags=["deeper"]
-# **The roofline of this machine.** The numbers behind the picture: FLOPs, minimum bytes and intensity of square fp32 matmuls,
-# and how many times the elementwise op's intensity each one reaches.
+# The numbers behind the picture: FLOPs, minimum bytes and intensity of square fp32
+# matmuls, how many times the elementwise op's intensity each one reaches, and the
+# smallest power-of-two $n$ at which each dtype's matmul passes the H100's ridge.
 
 # %% tags=["deeper"]
 print(f"{'n':>5} {'FLOPs':>10} {'min bytes':>10} {'FLOP/byte':>10} {'x elementwise':>14}")
@@ -352,99 +384,40 @@ for size in (64, 256, 1024, 4096, 8192):
           f"{float(i):>10.1f} {float(i / intensity):>14,.0f}")
 check("n x n fp32 matmul: intensity == n/6", [matmul_intensity(s, 4) for s in (64, 1024, 8192)],
       [Fraction(64, 6), Fraction(1024, 6), Fraction(8192, 6)])
+first_compute_bound = {dt: min(2**p for p in range(4, 14)  # n = 16 ... 8192
+                               if matmul_intensity(2**p, nbytes) > h100.peak(dt) / h100.hbm_bandwidth)
+                       for dt, nbytes in (("fp32", 4), ("bf16", 2))}
+check("H100: the smallest power-of-two n at which an n^3 matmul is compute-bound", first_compute_bound,
+      {"fp32": 128, "bf16": 1024})
 
 # %% [markdown] tags=["deeper"]
-# Measured: square fp32 matmuls of growing size, with `matmul_flops_per_s` (which also
-# times through `torch.utils.benchmark`). The sizes depend on the device.
-
-# %% tags=["deeper"]
-from lecture_utils.bench import matmul_flops_per_s
-
-MM_SIZES = [1024, 2048, 4096, 8192] if ON_GPU else [64, 128, 256, 512]
-mm_points = []
-for size in MM_SIZES:
-    rate = matmul_flops_per_s(size, "fp32", device, min_run_time=0.05)
-    measured(f"fp32 matmul {size}^3", matmul_flops(size, size, size) / rate * 1e6, "µs", per_device=True)
-    measured("  achieved", rate / 1e9, "GFLOP/s", per_device=True)
-    mm_points.append((f"matmul {size}", float(matmul_intensity(size, 4)), rate))
-
-# %% [markdown] tags=["deeper"]
-# The ceilings: on a known GPU they come from the spec sheet (fp32 on CUDA cores, to match
-# the fp32 points, and HBM bandwidth); on a CPU there is no spec sheet, so both are
-# **measured** here, the best of a 1024³ and a 512³ fp32 matmul for the peak and a 64 MiB
-# copy for the bandwidth. A measured peak is only the best timing seen so far: a 512³
-# matmul timed a moment earlier can beat it (timing noise, turbo clocks), so on the CPU the
-# flat roof is raised to the best matmul point plotted, which makes it a roof.
-
-# %% caption="Roofline: measured FLOP/s of the eager elementwise op and square matmuls against arithmetic intensity, under the memory and compute ceilings." tags=["deeper"]
-from lecture_utils.bench import copy_bandwidth, peak_flops
-from lecture_utils.hardware import detect
-
-acc = detect(device)
-if acc is not None:
-    roof_peak, roof_bw = acc.peak("fp32"), acc.hbm_bandwidth
-    best = max(rate for _, _, rate in mm_points)
-    measured("best matmul plotted / spec-sheet peak", best / roof_peak, per_device=True)
-    measured("ceilings", f"{acc.name} spec sheet (fp32 peak, HBM bandwidth)")
-    assert best <= roof_peak, "an fp32 matmul beat the spec sheet: was TF32 on?"
-else:
-    roof_peak = peak_flops(device, "fp32", min_run_time=0.1).flops_per_s
-    copy_bytes = 2**30 if ON_GPU else 64 * 2**20
-    roof_bw = copy_bandwidth(copy_bytes, device, min_run_time=0.1)
-    best = max(rate for _, _, rate in mm_points)
-    measured("best matmul plotted / measured peak", best / roof_peak, per_device=True)
-    roof_peak = max(roof_peak, best)  # a roof no point beats
-    measured("ceilings", f"measured on {device.type} (fp32 matmul peak, "
-             f"{copy_bytes // 2**20} MiB copy)")
-measured("peak", roof_peak / 1e9, "GFLOP/s")
-measured("bandwidth", roof_bw / 1e9, "GB/s")
-measured("ridge point", roof_peak / roof_bw, "FLOP/byte")
-
-fig = plot_roofline(ew_points + mm_points, roof_peak, roof_bw,
-                    title=f"fp32 roofline on {device.type}: sin(x)+x*x (eager) and square matmuls")
-plt.show()
-
-# %% [markdown] tags=["deeper"]
-# How to read it:
-#
-# * The elementwise points all sit at 3/28 FLOP/byte, far left of the ridge: they are
-#   **memory-bound**, capped by the slanted roof. On a GPU, larger tensors get closer to it
-#   as the fixed cost of launching three kernels is amortised.
-# * On a CPU, small tensors can land *above* the roof (they fit in cache, which is faster
-#   than the memory the roof was measured on), and a point far *below* it does more work than
-#   our 3-FLOP convention admits (a CPU `sin` costs many instructions).
-# * The matmul points move right as $n$ grows (intensity $n/6$) and climb towards the flat
-#   roof.
+# How to read the measured roofline of the core: on a CPU, small tensors can land *above*
+# the slanted roof (they fit in cache, faster than the memory the copy was timed on), and
+# the elementwise point sits far *below* it because a CPU `sin` costs many instructions,
+# not the 1 FLOP of our convention. On a GPU, matmuls below $n pprox 1024$ are limited by
+# launch and tile overheads rather than by either roof.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §3.3 A first-order estimate of training FLOPs: 6ND
 #
 # Forward, every weight does one multiply-add per token: $2ND$. Backward does two matmuls
-# for each forward one (weight gradient, input gradient; notebook 04): $4ND$. `count_flops`
-# checks the factor 2 on the course's `tiny` GPT:
+# for each forward one (weight gradient, input gradient): $4ND$. Notebook 04 counts and
+# times that factor 2; here, what $6ND$ leaves out.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Ask the room: which matmuls of a transformer does 6ND not see, and when do they matter?
-
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S18"]
-from lecture_utils.models import GPT, get_config
-
-cfg = get_config("tiny")
-model = GPT(cfg)
-idx = torch.randint(0, cfg.vocab_size, (2, cfg.seq_len))  # 2 sequences of 128 tokens
-counted = count_flops(model, idx)  # forward, then backward
-check("backward == 2 x forward (4ND == 2 x 2ND)", counted.backward, 2 * counted.forward)
+# - Ask the room: which matmuls does 6ND not see, and when do they matter?
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The attention term that 6ND leaves out
 #
-# Attention's $QK^\top$ and $AV$ have no weights: $6ND$ misses their $4Td$ FLOPs per token
-# per layer, about $T/(6d)$ extra, small while the context is well below the width (the
-# notes). GPT-2 small at $T = 1024$, then with the causal mask's zero half skipped
-# (FlashAttention):
+# $QK^\top$ and $AV$ have no weights: $6ND$ misses their $4Td$ FLOPs per token per layer,
+# $T/(6d)$ of a block's $24d^2$ (22% at $T = 1024$, $d = 768$), small while $T \ll d$ (the
+# notes). For the model it is $2LTd/N$, and the course's GPT-2 small counts its untied
+# output layer in $N$ = 123.6M (not the usual 85M): 15%, or 7.6% skipping the masked half:
 
 # %% tags=["claim-S18"]
 from lecture_utils.flops import transformer_flops_breakdown
+from lecture_utils.models import get_config
 
 
 def over_6nd(**shape):
@@ -456,7 +429,7 @@ def over_6nd(**shape):
 
 
 gpt2_small = get_config("gpu").flops_kwargs(1024)
-check("GPT-2 small, T = 1024: exact / 6ND, and with the masked half skipped", over_6nd(**gpt2_small), (1.153, 1.076))
+check("the whole model (N = 123.6M): exact / 6ND, and with the masked half skipped", over_6nd(**gpt2_small), (1.153, 1.076))
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: the gap to 6ND exactly, fused attention, and the attention term against T
@@ -471,7 +444,16 @@ check("GPT-2 small, T = 1024: exact / 6ND, and with the masked half skipped", ov
 #   bias; a bias would be another such parameter.) Embedding lookups are not matmuls and are
 #   not in $N$; the output layer is a matmul, and it is.
 #
-# Together these explain the gap exactly:
+# Together these explain the gap exactly. First the count itself, backward twice the forward:
+
+# %% tags=["deeper"]
+from lecture_utils.models import GPT
+
+cfg = get_config("tiny")
+model = GPT(cfg)
+idx = torch.randint(0, cfg.vocab_size, (2, cfg.seq_len))  # 2 sequences of 128 tokens
+counted = count_flops(model, idx)  # forward, then backward
+check("backward == 2 x forward (4ND == 2 x 2ND)", counted.backward, 2 * counted.forward)
 
 # %% tags=["deeper"]
 from lecture_utils.flops import transformer_flops
@@ -600,9 +582,10 @@ plt.show()
 # width" and must be added back "for long contexts (32K+)". Both hold; the numbers show
 # where the line falls:
 #
-# * The comparison is $T$ against $6d$. GPT-2 small at its own context (1024, above its
-#   width of 768) is already **15%** above $6ND$; at $T = 8192$ its attention costs more
-#   than its weights.
+# * Per block the comparison is $T$ against $6d$: GPT-2 small at its own context (1024,
+#   above its width of 768) adds 22% per block, **15%** over the whole model, whose $N$
+#   includes the untied 38.6M output layer; at $T = 8192$ its attention costs more than its
+#   weights.
 # * For the 70B shape, $6d = 49{,}152$: 8% extra at 4K tokens, and **66%** extra at 32K.
 #   "32K+" is about right for that width; a small model gets there much earlier.
 # * Our count (like `FlopCounterMode`) computes each full $T \times T$ matrix and then masks
@@ -617,15 +600,10 @@ plt.show()
 # | **FLOPs** | an *amount* of floating-point work |
 # | **FLOP/s** | a *rate*, the speed of hardware (also written FLOPS) |
 #
-# An amount over a rate is a time. Then the notes' dense peaks (BF16 15–16× FP32), against
-# the course's hardware table.
+# An amount over a rate is a time. The notes' dense peaks (BF16 15–16× FP32):
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Ask the room: a job moves from fp32 to bf16 and runs 6× faster. Does its MFU go up?
-
-# %% tags=["claim-S19"]
-work = matmul_flops(8192, 8192, 8192)  # an amount: 1.1e12 FLOPs
-check("an 8192^3 matmul at the H100's dense bf16 peak, a rate (ms)", round(work / h100.peak("bf16") * 1e3, 3), 1.111)
+# - Ask the room: a job moves to bf16 and runs 6× faster. Does its MFU go up?
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # > **The notes say** the table gives tensor-core peaks, FP32 included (§3.4). **In fact** the
@@ -646,34 +624,33 @@ check("TF32, fp32 on the tensor cores (TFLOP/s)", {g: p["tf32"] for g, p in peak
 #
 # $$\text{MFU} = \frac{\text{achieved useful FLOP/s}}{\text{peak FLOP/s}}$$
 #
-# *Useful*: the model's own FLOPs ($6ND$), not recomputation. *Peak*: the dense peak of the
-# dtype that ran.
-#
-# **The dtype changes the denominator.** bf16 raises the peak, so the same code can report a
-# *worse* MFU while running faster. One training step on an H100, at 50 TFLOP/s in fp32,
-# then 6× faster in bf16:
+# *Useful*: $6ND$, not recomputation. *Peak*: the dense peak of the dtype that ran, so bf16
+# can run faster at a *worse* MFU. Measured here: `peak_flops` reads a GPU's spec sheet; on
+# a CPU it **measures** one (the best 1024³ or 512³ matmul; a faster timing raises it).
 
 # %% tags=["claim-S20"]
-rates = {"fp32": 50e12, "bf16": 300e12}  # achieved FLOP/s, useful FLOPs only
-check("MFU of the same step, each against its own dtype's peak",
-      {dt: round(r / h100.peak(dt), 2) for dt, r in rates.items()}, {"fp32": 0.75, "bf16": 0.3})
+from lecture_utils.bench import peak_flops
+
+check("400 TFLOP/s on an H100: MFU against the TF32 peak, against the BF16 peak",
+      (round(400e12 / h100.peak("tf32"), 2), round(400e12 / h100.peak("bf16"), 2)), (0.81, 0.4))
+n = 4096 if device.type == "cuda" else 256
+for dt, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+    a, b = (torch.randn(n, n, generator=g).to(device, dtype) for _ in range(2))
+    achieved = matmul_flops(n, n, n) / time_op(torch.matmul, a, b)  # useful FLOPs / seconds
+    peak = peak_flops(device, dt, min_run_time=0.05)
+    denominator = max(peak.flops_per_s, achieved) if peak.is_measured else peak.flops_per_s
+    measured(f"{dt} peak ({peak.source})", denominator / 1e12, "TFLOP/s", per_device=True)
+    measured(f"{dt}: achieved TFLOP/s, MFU = achieved / peak", f"{achieved / 1e12:.3g}, {achieved / denominator:.2f}")
+    assert 0 < achieved / denominator <= 1, (dt, achieved, denominator)
+
+# %% [markdown]
+# On an H100 or H200 a 4096³ bf16 matmul runs many times faster than fp32, yet its MFU is no
+# higher: its peak is 14.8× higher. On a CPU without bf16 matrix instructions, bf16 is
+# converted to fp32 and back, and can even run slower.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: MFU across dtypes, sizes and shapes
 #
-# **On this machine.** A 256³ fp32 matmul against the fp32 peak: `peak_flops` reads a known
-# GPU's spec sheet, and on a CPU **measures** its best matmul (a 1024³ or a 512³).
-
-# %% tags=["deeper"]
-from lecture_utils.bench import matmul_flops_per_s, peak_flops
-
-peak = peak_flops(device, "fp32")
-achieved = matmul_flops_per_s(256, "fp32", device)  # 2 * 256^3 FLOPs / the median time
-measured(f"fp32 peak ({peak.source})", peak.flops_per_s / 1e9, "GFLOP/s", per_device=True)
-measured("fp32 256^3 matmul, achieved", achieved / 1e9, "GFLOP/s")
-measured("MFU = achieved / peak", achieved / peak.flops_per_s)
-
-# %% [markdown] tags=["deeper"]
 # **A sweep.** Each dtype timed at two sizes, because small shapes lower MFU (idle cores,
 # fixed overheads weigh more); on a GPU the sweep adds TF32, the fp32 tensor-core mode. On a
 # CPU each dtype's peak is measured, and raised to any timing that beats it.
@@ -681,8 +658,10 @@ measured("MFU = achieved / peak", achieved / peak.flops_per_s)
 # %% tags=["deeper"]
 from pathlib import Path
 
+from lecture_utils.bench import matmul_flops_per_s
 from lecture_utils.flops import mfu as mfu_of
 
+ON_GPU = device.type == "cuda"
 MFU_SIZES = (1024, 4096) if ON_GPU else (128, 512)
 MFU_DTYPES = ["fp32", "tf32", "bf16"] if ON_GPU else ["fp32", "bf16"]
 mfus, rates_by_dtype = {}, {}
@@ -707,11 +686,11 @@ if device.type == "cpu" and Path("/proc/cpuinfo").exists():
 
 # %% [markdown] tags=["deeper"]
 # The timings taken so far, as one picture: achieved FLOP/s against matmul size, one line
-# per dtype (the fp32 sizes of §3.2 plus this sweep's sizes; nothing is re-timed). Small
+# per dtype (the fp32 sizes of §3.2's roofline plus this sweep's sizes; nothing is re-timed). Small
 # matmuls cannot keep the machine busy; the curves flatten as they approach the peak.
 
 # %% caption="Measured matmul throughput against matrix size for each dtype on this machine." tags=["deeper"]
-for size, (_, _, rate) in zip(MM_SIZES, mm_points, strict=True):
+for size, rate in fp32_rates.items():  # the fp32 sweep of §3.2
     rates_by_dtype["fp32"][size] = max(rate, rates_by_dtype["fp32"].get(size, 0.0))
 fig, ax = plt.subplots(figsize=(10, 5))
 for dt, by_size in rates_by_dtype.items():
@@ -727,7 +706,7 @@ ax.tick_params(labelsize=12)
 fig.tight_layout()
 plt.show()
 check("sizes plotted per dtype", {dt: len(v) for dt, v in rates_by_dtype.items()},
-      {dt: (4 if dt == "fp32" else 2) for dt in MFU_DTYPES})
+      {dt: (len(set(SIZES) | set(MFU_SIZES)) if dt == "fp32" else 2) for dt in MFU_DTYPES})
 
 # %% [markdown] tags=["deeper"]
 # bf16 on a CPU is fast only where the CPU has bf16 matrix instructions (AVX-512 BF16,
@@ -766,8 +745,8 @@ check("400 TFLOP/s against the TF32 and the BF16 peak",
 # %% [markdown] tags=["deeper"]
 # **The best case on a GPU.** A large bf16 matmul is the best any training step can hope
 # for: one big, tile-friendly shape and nothing else. The cell below prints what it reaches
-# here. The best published H100 figure, searched over shapes, is 794.5 TFLOP/s, 80.3% of the
-# dense peak (docs/gpu/reference.md, row `bf16-gemm-8192`); `benchmarks/matmul_mfu.py`
+# here. One published measurement (Bekman's maximum achievable matmul FLOPS table, searched
+# over shapes) is 794.5 TFLOP/s on an H100, 80.3% of the dense peak (docs/gpu/reference.md, row `bf16-gemm-8192`); `benchmarks/matmul_mfu.py`
 # compares this shape with it (a notebook prints timings; speed targets live in the
 # benchmarks).
 
@@ -813,9 +792,10 @@ measured(f"{pair[0]} / {pair[1]} throughput (1 = no penalty)",
 # ## What to remember
 #
 # - Training ≈ 6ND FLOPs; days = 6ND / (dense peak × MFU × GPUs).
-# - FLOPs per byte decides memory- or compute-bound: `sin(x) + x*x` 3/28, an n³ matmul n/6.
-# - 6ND leaves out attention: about T/(6d) extra, 15% for GPT-2 small at T = 1024.
-# - MFU = useful FLOP/s / the dense peak *of the dtype that ran*: say which peak.
+# - FLOPs per byte: memory- or compute-bound (`sin(x) + x*x` 3/28, an n³ matmul n/6).
+# - 6ND leaves out attention: T/(6d) per block, 2LTd/N for the model.
+# - Time honestly: warm up, synchronize, take a median.
+# - MFU = useful FLOP/s / the dense peak *of the dtype that ran*.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises (from the self-test)
@@ -846,7 +826,6 @@ check_answer("Q4, time at MFU 0.4 / at MFU 0.5", q4_ratio)
 # sparse 1979 TFLOP/s by mistake you would say 90 days.
 days_q4 = 6 * 70e9 * 15e12 / (989.5e12 * 0.4 * 1024) / 86_400
 check("days at MFU 0.4", round(days_q4, 1), 179.9)
-check("...and with the sparse 1979 by mistake", round(days_q4 / 2, 1), 90.0)
 
 q4_days, q4_ratio = days_q4, days_q4 / days
 check_answer("Q4, days at MFU 0.4", q4_days)
@@ -857,7 +836,7 @@ check_answer("Q4, time at MFU 0.4 / at MFU 0.5", q4_ratio)
 #
 # The course's `gpu` config (GPT-2 small, $T = 1024$) trains on 8 H100s in bf16 at **2.0M
 # tokens/s**. What MFU is that by $6ND$? By the exact count, attention included? Which should
-# the log report? (Hint: a model built on the `meta` device has parameters but no memory.)
+# the log report? (A model built on the `meta` device has parameters but no memory.)
 
 # %% tags=["exercise"]
 e3_1_mfu_6nd = ...  # MFU by 6ND (a fraction, e.g. 0.5)
@@ -868,20 +847,20 @@ check_answer("E3.1, MFU by 6ND", e3_1_mfu_6nd)
 check_answer("E3.1, MFU by the exact count", e3_1_mfu_exact)
 
 # %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
-# Answer. N (non-embedding) = 123.6M, so 6N * 2.0e6 tokens/s = 1.48e15 FLOP/s against
+# Answer. N (non-embedding) = 123.6M: the 12 blocks' 85M (GPT-2 small's usual N) plus this
+# model's untied output layer, 38.6M weights that do a matmul for every token. 6N * 2.0e6
+# tokens/s = 1.48e15 FLOP/s against
 # 8 * 989.5e12 = 7.92e15: MFU 0.187 by 6ND. The exact count is 15% more at T = 1024 because
 # of attention (§3.3's over_6nd): MFU 0.216. Both are honest if labelled; the exact count is
 # the "useful work" the model really needs. A fused attention kernel that skips the masked
 # half does less work than the exact count but more than 6ND: half of the attention term,
 # about 1.076 x 6ND for this model at T = 1024 (§3.3 checks it). LayerNorm's parameters make
 # 6N a hair larger than the matmul weights alone.
-from lecture_utils.models import n_params
+from lecture_utils.models import GPT, n_params
 
 with torch.device("meta"):  # shapes only: no memory, no initialisation cost
     N_gpu = n_params(GPT(get_config("gpu")), non_embedding=True)
-mfu_6nd = 6 * N_gpu * 2.0e6 / (8 * h100.peak("bf16"))  # useful FLOP/s / the 8 GPUs' peak
-mfu_exact = mfu_6nd * over_6nd(**gpt2_small)[0]  # 0.187 and 0.216
-
-e3_1_mfu_6nd, e3_1_mfu_exact = mfu_6nd, mfu_exact
+e3_1_mfu_6nd = 6 * N_gpu * 2.0e6 / (8 * h100.peak("bf16"))  # useful FLOP/s / the 8 GPUs' peak
+e3_1_mfu_exact = e3_1_mfu_6nd * over_6nd(**gpt2_small)[0]
 check_answer("E3.1, MFU by 6ND", e3_1_mfu_6nd)
 check_answer("E3.1, MFU by the exact count", e3_1_mfu_exact)
