@@ -136,9 +136,10 @@ check("data_ptr shift of x[:, 1] and x[1:, ::2] in bytes = offset × 8",
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §2.3 Views are cheap, copies are expensive
 #
-# Slicing, indexing, `transpose` and `view` change only shape, stride and offset: O(1), no
-# new memory, no traffic. The result is a **view** that shares the storage, so a write
-# through one is seen through all. A copy reads and writes every byte.
+# Slicing, basic indexing (integers, slices, `None`, `...`), `transpose` and `view` change
+# only shape, stride and offset: O(1), no new memory, no traffic. The result is a **view**
+# that shares the storage, so a write through one is seen through all. Indexing with a list
+# or a tensor (*advanced* indexing) copies, as does anything that reads and writes every byte.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Ask the room: after `col = a[:, 1]; col[0] = 100`, what is `a[0, 1]`?
@@ -158,6 +159,7 @@ check("storages under x, x[:, 1], x.transpose(0, 1) and x.view(2, 6)",
 a = torch.arange(12).view(3, 4)
 a.T[3, 2] = -1         # write through the transpose ...
 check("... and a[2, 3] sees it", a[2, 3].item(), -1)
+check("x[[0, 2]], advanced indexing, shares x's storage (no: a copy)", same_storage(x[[0, 2]], x), False)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # A tensor is **contiguous** when its strides are those of a row-major layout of its
@@ -193,8 +195,36 @@ check("bytes z.contiguous() allocated: numel × element_size", allocated, z.nume
 check("then view(12) works", zc.view(12), torch.tensor([0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]))
 check("z.reshape(12) shares x's storage (no: it copied)", same_storage(z.reshape(12), x), False)
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Predict, then measure.** A view is O(1): the same time at any size. A copy is O(n): 64×
+# the elements, about 64× the time (caches make a small copy faster still). Timed with
+# `torch.utils.benchmark` (warm-up, repeats, the median; notebook 03 opens it up):
+
+# %% tags=["claim-S13"]
+import torch.utils.benchmark as benchmark
+
+from lecture_utils import measured
+
+
+def median_seconds(stmt, t):
+    return benchmark.Timer(stmt, globals={"t": t}, num_threads=torch.get_num_threads()).blocked_autorange(
+        min_run_time=0.05).median
+
+
+sides = (1024, 8192) if device.type == "cuda" else (256, 2048)  # 64x the elements
+g = torch.Generator().manual_seed(0)  # the timing's own draws
+times = {}
+for side in sides:
+    t = torch.randn(side, side, generator=g).to(device)
+    times[side] = median_seconds("t.T", t), median_seconds("t.T.contiguous()", t)
+(view_small, copy_small), (view_large, copy_large) = times.values()
+measured("the view t.T: large / small, in time (predicted 1)", view_large / view_small)
+measured("the copy t.T.contiguous(): large / small, in time (predicted 64)", copy_large / copy_small)
+measured("the large copy: bytes read and written per second", 2 * t.nbytes / copy_large / 1e9, "GB/s")
+assert view_large / view_small < 4 and copy_large / copy_small > 8, times  # O(1) against O(n)
+
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
-# ### Going deeper: contiguity, stride 0, and what a copy costs in time
+# ### Going deeper: contiguity, stride 0, and which copy is slower
 #
 # **Contiguous is not "decreasing strides".** `x[:, ::2]` has strides `(4, 2)`, decreasing,
 # and is not contiguous: it skips every other slot. Torch's `is_contiguous()` agrees with
@@ -230,31 +260,14 @@ check("row.expand(3, 4): strides, and bytes held (4 int64s)", (e.stride(), e.unt
 check("e.contiguous() materialises all 12", e.contiguous().untyped_storage().nbytes(), 96)
 
 # %% [markdown] tags=["deeper"]
-# **What a copy costs in time.** A 2048 × 2048 float32 matrix (16.8 MB): the transpose view
-# against a transposed copy and a plain `clone` (medians from `torch.utils.benchmark`). The
-# view costs only Python and dispatcher overhead; a copy moves 2 × 16.8 MB, and the
-# transposing one is usually slower because it reads with a stride of 2048 elements.
+# **Which copy.** At the large size of the core's timing, the transposed copy against a plain
+# `clone`: both move every byte twice, but the transposing one reads with a stride of a
+# whole row, so it is usually slower.
 
 # %% tags=["deeper"]
-import torch.utils.benchmark as benchmark
-
-from lecture_utils import measured
-
-big = torch.randn(2048, 2048).to(device)  # drawn on the CPU: the same numbers on every device
-moved = 2 * big.numel() * big.element_size()  # one copy reads every byte and writes it
-
-
-def median_seconds(stmt):
-    timer = benchmark.Timer(stmt, globals={"big": big}, num_threads=torch.get_num_threads())
-    return timer.blocked_autorange(min_run_time=0.1).median
-
-
-t_view, t_copy, t_clone = (median_seconds(s) for s in ("big.T", "big.T.contiguous()", "big.clone()"))
-measured("big.T (view), median", t_view * 1e6, "µs")
-measured("big.T.contiguous() (transposed copy), median", t_copy * 1e3, "ms")
-measured("big.clone() (plain copy), median", t_clone * 1e3, "ms")
-measured("transposed copy: effective bandwidth", moved / t_copy / 1e9, "GB/s")
-measured("plain copy: effective bandwidth", moved / t_clone / 1e9, "GB/s")
+t_clone = median_seconds("t.clone()", t)
+measured("t.clone() (plain copy), median", t_clone * 1e3, "ms")
+measured("t.T.contiguous() / t.clone(), in time", copy_large / t_clone)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §2.4 einops: give dimensions names
@@ -343,8 +356,8 @@ check("same bug, seq1 == seq2: passes the shape check",
 #
 # - A tensor = storage (the bytes you pay for) + shape, stride, offset (free).
 #   Element address: `offset + Σ iₖ·sₖ`, in elements.
-# - Slicing, indexing, `transpose`, `view`, `expand` and most `rearrange`s are views:
-#   O(1), no new memory, writes are shared.
+# - Slicing, basic indexing, `transpose`, `view`, `expand` and most `rearrange`s are views:
+#   O(1), no new memory, writes are shared; `x[[0, 2]]` (advanced indexing) copies.
 # - `view` works when the new shape splits dimensions or merges ones adjacent in memory;
 #   otherwise `contiguous()` (or `reshape`) copies: `numel × element_size` bytes, twice
 #   that in traffic.
