@@ -43,13 +43,15 @@ ANSWERS: dict[str, Answer] = {
     'Q2, 1.0 x 2**16 in fp16': Answer(math.inf, hints={
         65536.0: "65536 is above fp16's largest value, 65504",
         65504.0: "fp16 has an inf: an overflowing cast does not saturate (only float8_e4m3fn does)"}),
-    'Q3, one GPU (params)': Answer(5e9, rel=0.01, hints={
-        20e9: "that counts only the fp32 weights: training also keeps gradients and Adam's m and v",
-        80e9 / 18: "that is a mixed-precision count: naive fp32 AdamW keeps 4 fp32 numbers per parameter"}),
-    'Q3, 8 GPUs sharded (params)': Answer(40e9, rel=0.01, hints={
-        5e9: "that is the replicated limit: perfect sharding splits the state 8 ways"}),
-    'Q3, one GPU with 20% held back': Answer(4e9, rel=0.01),
-    'Q3, eight GPUs sharded with 20% held back': Answer(32e9, rel=0.01),
+    'Q3, one GPU with 20% held back': Answer(4e9, rel=0.01, hints={
+        5e9: "that is §1.2's limit with nothing held back: only 0.8 x 80 GB is left for the state",
+        16e9: "that counts only the fp32 weights: training also keeps gradients and Adam's m and v"}),
+    'Q3, eight GPUs sharded with 20% held back': Answer(32e9, rel=0.01, hints={
+        40e9: "that is §1.2's limit with nothing held back: only 0.8 x 80 GB of each GPU is left",
+        4e9: "that is the replicated limit: perfect sharding splits the state 8 ways"}),
+    "Q3, eight sharded in Megatron's mixed precision with 20% held back": Answer(0.8 * 8 * 80e9 / 18, rel=0.01, hints={
+        32e9: "that is 16 bytes per parameter: Megatron keeps an fp32 main gradient, 2 + 4 + 4 + 4 + 4 = 18",
+        8 * 80e9 / 18: "hold back the 20%: only 0.8 x 80 GB of each GPU is left for the state"}),
     # notebook 03
     'Q4, days at MFU 0.4': Answer(179.9, rel=0.01, hints={
         89.95: "that peak is the sparse 1979 TFLOP/s: divide by the dense one, 1979 / 2",

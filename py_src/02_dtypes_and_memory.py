@@ -41,10 +41,30 @@ from lecture_utils import check, check_answer
 
 x = torch.zeros(4, 8, 16)  # float32 by default
 check("numel × bytes per element = 512 × 4", x.numel() * x.element_size(), 2048)
-check("bytes torch allocated for it", x.untyped_storage().nbytes(), 2048)
 dtypes = [torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2]
-check("allocated in fp32, fp16, bf16, fp8 e4m3, fp8 e5m2",
+check("bytes torch allocated in fp32, fp16, bf16, fp8 e4m3, fp8 e5m2",
       [torch.empty(4, 8, 16, dtype=dt).untyped_storage().nbytes() for dt in dtypes], [2048, 1024, 1024, 512, 512])
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **On the device.** A tensor starts on the CPU; `.to(device)` copies it (and returns the
+# tensor itself when it is already there). On a GPU the caching allocator counts the bytes
+# that live tensors hold, `torch.cuda.memory_allocated()`. Predict, then measure: one 32 × 32
+# fp32 tensor moved there and one created there, 2 × 4096 bytes:
+
+# %% tags=["claim-S7"]
+from lecture_utils import measured
+
+w = torch.zeros(32, 32)  # on the CPU, the default device: 32 * 32 * 4 = 4096 bytes
+before = torch.cuda.memory_allocated(device) if device.type == "cuda" else None
+moved, created = w.to(device), torch.zeros(32, 32, device=device)
+check("bytes each holds on the device: numel × element_size",
+      [t.untyped_storage().nbytes() for t in (moved, created)], [4096, 4096])
+if device.type == "cuda":
+    grown = torch.cuda.memory_allocated(device) - before
+    measured("memory_allocated() grew by (predicted 2 x 4096)", grown, "bytes", per_device=True)
+    assert grown == 2 * 4096, grown
+else:
+    measured(f"on {device.type}: w.to(device) is w itself, nothing copied", moved is w, per_device=True)
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: a slice keeps its parent's storage alive
@@ -125,12 +145,12 @@ check("1e-6 survives as a subnormal: stored / 2**-24 (1.3% off)", cast(1e-6, fp1
 # ### Precision: what bf16 gives up
 #
 # bf16 keeps only 7 mantissa bits: the gap after 1 (`eps`) is $2^{-7} = 1/128$, and an
-# update smaller than half of it vanishes. This is why sums, optimizer state and master
-# weights are kept in fp32.
+# update of half of it or less vanishes (half exactly is a tie, which rounds to even: to 1).
+# This is why sums, optimizer state and master weights are kept in fp32.
 
 # %%
-check("bf16 eps", infos["bfloat16"].eps, 1 / 128)
-check("1 + 1/256 in bf16: the update is lost", cast(1 + 1 / 256, bf16), 1.0)
+check("bf16: eps; 1 + 1/256 (half of eps, a tie) and 1 + 1/512 stored, both updates lost",
+      (infos["bfloat16"].eps, cast(1 + 1 / 256, bf16), cast(1 + 1 / 512, bf16)), (1 / 128, 1.0, 1.0))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A real matrix: one GPT-3 FFN weight
@@ -173,13 +193,10 @@ check("max, smallest subnormal survive; half of it -> 0 (all five)",
 # Four dtypes overflow to `inf`, but **float8_e4m3fn stays at 448**: `fn` means "finite,
 # NaN". The format has no infinity (it uses the top exponent for ordinary numbers; only
 # `S.1111.111` is NaN), so an overflowing cast must produce something else. The pinned
-# PyTorch **saturates** to ±448, even for `inf`; older releases produced NaN, so this is a
-# library choice, checked here for the pinned version.
+# PyTorch (`constraints.txt`) **saturates** to ±448, even for `inf`; older releases
+# produced NaN, so this is a library choice, checked here for that version.
 
 # %% tags=["deeper"]
-from lecture_utils import measured
-
-measured("torch version", torch.__version__)
 e4m3 = torch.float8_e4m3fn
 check("max + spacing: fp32, fp16, bf16, e5m2 -> inf; e4m3fn saturates",
       [overflow[n] for n in FLOATS], [math.inf, math.inf, math.inf, 448.0, math.inf])
@@ -375,7 +392,7 @@ if cuda_only(device, "allocating the bf16 FFN matrix for real"):
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Ask the room: what does training keep for each parameter, and how many bytes is that with AdamW?
 # - Ask the room: does mixed precision shrink that number?
-# - Leave the 8 × 80 GB arithmetic to Q3.
+# - Ask the room: why does adding replicated GPUs not raise the limit?
 
 # %% tags=["claim-S4"]
 from lecture_utils.recipes import bytes_per_param, param_breakdown
@@ -384,26 +401,33 @@ print(param_breakdown("fp32_adamw"))
 check("fp32 AdamW: 4 + 4 + 4 + 4 bytes per parameter", bytes_per_param("fp32_adamw"), 16)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# That settles the notes' question before any activation is stored: how many parameters
-# fit on one 80 GB H100, and on 8 of them with the state perfectly sharded (ZeRO / FSDP)?
-# Work it out in Q3 below.
-#
+# That settles the notes' question before any activation is stored. Replicated (plain data
+# parallel) every GPU holds all the state, so more GPUs do not raise the limit; perfectly
+# sharded (ZeRO / FSDP) the state is split 8 ways:
+
+# %% tags=["claim-S5"]
+per_param = 4 + 4 + 4 + 4  # bytes: weights, gradients, Adam's m and v, all fp32
+check("parameters whose state fits: one 80 GB GPU, 8 perfectly sharded", (80e9 / per_param, 8 * 80e9 / per_param),
+      (5e9, 40e9))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Mixed precision** computes in bf16 but keeps an fp32 *master* copy of the weights,
 # because an update as small as lr × gradient vanishes in bf16 (`1 + 1/256` above).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# > **The notes say** (§1.2) mixed precision keeps bf16 weights (2) + bf16 gradients (2) +
-# > fp32 master weights (4) + m (4) + v (4) = "still 16 bytes per parameter". **In fact**
-# > that is the ZeRO paper's accounting for mixed-precision Adam (Rajbhandari et al. 2019,
-# > §3.1: 16-bit parameters and gradients, 2Ψ + 2Ψ bytes, plus 12Ψ of fp32 optimizer
-# > state), which has no fp32 gradient. Megatron-LM keeps fp32 *main gradients*: its
-# > distributed-optimizer documentation gives 18 bytes per parameter for bf16 parameters with
-# > fp32 gradients (2 + 4 + 4 + 4 + 4), and 20 for fp16 parameters with fp16 gradients
-# > (2 + 2 + 4 + 4 + 4 + 4: the 16-bit gradient and an fp32 copy of it).
+# The notes count bf16 weights (2) + bf16 gradients (2) + fp32 master weights (4) + m (4) +
+# v (4) = "still 16 bytes per parameter": the standard accounting, the ZeRO paper's for
+# mixed-precision Adam (Rajbhandari et al., SC 2020, §3.1: 2Ψ + 2Ψ + 12Ψ).
+#
+# > **Note: recipes differ.** **16**: ZeRO and DeepSpeed, whose optimizer reads the 16-bit
+# > gradients. **18**: Megatron-LM with bf16 weights keeps an fp32 *main gradient* and drops
+# > the 16-bit one (its distributed-optimizer documentation: 2 + 4 + 4 + 4 + 4; notebook 08
+# > measures it). **20**: both gradients kept (Megatron's fp16 case). **16 again** under
+# > `torch.autocast`: fp32 weights and gradients, the bf16 copies counted as activations.
 
 # %% tags=["claim-S6"]
 b16, b32 = torch.bfloat16.itemsize, torch.float32.itemsize
-# ZeRO (Rajbhandari et al. 2019, §3.1): 2 + 2 + K with K = 12 for mixed-precision Adam
+# ZeRO (§3.1): 2 + 2 + K with K = 12 for mixed-precision Adam
 check("the notes' and ZeRO's count: 2 + 2 + 4 + 4 + 4", bytes_per_param("mixed_bf16_adamw"), 16)
 # Megatron-LM, docs "Distributed Optimizer": fp32 main grads; bf16 params + fp32 grads = 18
 megatron = {"weights": b16, "main gradients": b32, "master weights": b32, "adam m": b32, "adam v": b32}
@@ -509,7 +533,7 @@ for recipe in RECIPES:
     print(f"{recipe:<20} {' + '.join(map(str, parts.values())):<18} {bytes_per_param(recipe):>5}   {', '.join(parts)}")
 
 # %% [markdown] tags=["deeper"]
-# Move the sliders to see the per-GPU training state for any size, recipe and GPU count.
+# Change the inputs to see the per-GPU training state for any size, recipe and GPU count.
 # Widgets need a live kernel; a static view shows only their text, so a printed table and a
 # figure for a 7B model follow.
 
@@ -571,12 +595,12 @@ check("recipes under 80 GB: 1 GPU, 8 replicated, 8 sharded",
 #
 # - Memory = numel × bytes per element; the dtype sets the bytes.
 # - Exponent bits buy range, mantissa bits buy precision: bf16 keeps fp32's range with
-#   eps = 1/128; fp16 is 8× more precise, loses precision below 6.1e-5 (subnormals) and
-#   values to 0 further down, and overflows above 65504, hence loss scaling.
+#   eps = 1/128; fp16 is 8× more precise but flushes small gradients to 0 (below 6.1e-5 it
+#   loses precision, below 3e-8 everything), hence loss scaling; scaling in turn risks
+#   overflow above 65504, hence a dynamic scale.
 # - Keep in fp32 what accumulates small changes (master weights, optimizer state, sums).
-# - AdamW's training state is 16 B/param in fp32, and 16 to 20 in mixed precision,
-#   depending on the gradients kept: mixed precision saves compute and activation memory;
-#   sharding saves training state.
+# - AdamW's training state: 16 B/param in fp32; in mixed precision 16, 18 or 20, by the
+#   gradients kept. Mixed precision saves compute and activations; sharding saves state.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises (from the self-test)
@@ -604,13 +628,13 @@ q2_zeros_bf16 = ...  # how many become 0 in bf16 (a count)
 q2_rescued = ...  # how many of the fp16 zeros survive with loss scaling by 2**16 (a count)
 q2_one_scaled = ...  # what a gradient of 1.0, scaled by 2**16, becomes in fp16 (a float)
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "claim-S39"]
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
 check_answer("Q2, gradients lost in fp16", q2_zeros_fp16)
 check_answer("Q2, gradients lost in bf16", q2_zeros_bf16)
 check_answer("Q2, gradients loss scaling rescues", q2_rescued)
 check_answer("Q2, 1.0 x 2**16 in fp16", q2_one_scaled)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "claim-S39"]
 # Answer. fp16 has 5 exponent bits: its normal range ends at 6.1e-5 and its subnormals at
 # 6e-8, so 1e-8 and below become exactly 0. Scaling by 2**16 lifts them into fp16's range
 # (1e-8 -> 6.6e-4), and dividing in fp32 brings them back. But one fixed scale cannot suit
@@ -629,41 +653,42 @@ lost_fp16 = [g for g in grads if cast(g, fp16) == 0]
 q2_zeros_fp16, q2_zeros_bf16 = len(lost_fp16), sum(cast(g, bf16) == 0 for g in grads)
 q2_rescued = sum(0 < cast(g * SCALE, fp16) < float("inf") for g in lost_fp16)
 q2_one_scaled = cast(1.0 * SCALE, fp16)
+check("fp16 loses gradients that bf16 keeps, and scaling rescues every one of them",
+      (q2_zeros_fp16 > q2_zeros_bf16, q2_rescued == q2_zeros_fp16), (True, True))
 check_answer("Q2, gradients lost in fp16", q2_zeros_fp16)
 check_answer("Q2, gradients lost in bf16", q2_zeros_bf16)
 check_answer("Q2, gradients loss scaling rescues", q2_rescued)
 check_answer("Q2, 1.0 x 2**16 in fp16", q2_one_scaled)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Q3. How big a model fits in training state on one 80 GB H100 with naive fp32 AdamW? And on 8 with ZeRO (perfect sharding)?
+# ### Q3. How big a model fits on 8 × 80 GB H100s once activations need room?
 #
-# Work it out from the bytes per parameter, not from a helper. As a follow-up, suppose
-# you hold back 20% of each GPU for activations and buffers. What are the limits then?
+# §1.2 fit 5B parameters on one GPU and 40B on 8 perfectly sharded, with nothing else on
+# the GPUs (the notes' answer to their Q3). Hold back 20% of each GPU for activations and
+# buffers: what are the two limits now? And on the 8 sharded GPUs with Megatron's mixed
+# precision (bf16 weights, fp32 main gradients, master weights, m and v), 20% held back?
+# Work it out from the bytes per parameter, not from a helper.
 
 # %% tags=["exercise"]
-q3_one_gpu = ...  # parameters that fit on one 80 GB GPU (a count, e.g. 1e9)
-q3_eight_sharded = ...  # parameters that fit on 8 GPUs, perfectly sharded
-q3_one_gpu_80 = ...  # one GPU with 20% held back
-q3_eight_sharded_80 = ...  # 8 sharded GPUs with 20% held back
+q3_one_gpu_80 = ...  # parameters that fit on one GPU with 20% held back (a count, e.g. 1e9)
+q3_eight_sharded_80 = ...  # on 8 GPUs, perfectly sharded, 20% held back
+q3_mixed_sharded_80 = ...  # the same 8 sharded GPUs with Megatron's mixed precision
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "claim-S39"]
-check_answer("Q3, one GPU (params)", q3_one_gpu)
-check_answer("Q3, 8 GPUs sharded (params)", q3_eight_sharded)
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
 check_answer("Q3, one GPU with 20% held back", q3_one_gpu_80)
 check_answer("Q3, eight GPUs sharded with 20% held back", q3_eight_sharded_80)
+check_answer("Q3, eight sharded in Megatron's mixed precision with 20% held back", q3_mixed_sharded_80)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "claim-S5"]
-# Answer. 16 bytes per parameter (4 + 4 + 4 + 4), so one 80 GB GPU holds 80e9 / 16 = 5B
-# parameters, and 8 perfectly sharded GPUs hold 8 * 80e9 / 16 = 40B. Replicated (plain data
-# parallel), every GPU holds everything: the limit stays 5B however many GPUs you add.
-# Both exclude activations, buffers and fragmentation; holding back 20% gives 4B and 32B.
-# (Read "80 GB" as 80 GiB, closer to the H100's HBM, and every limit grows by 7%.)
-per_param = 4 * torch.float32.itemsize  # weights, gradients, m, v: all fp32
-q3_one_gpu, q3_eight_sharded = 80e9 // per_param, 8 * 80e9 // per_param
-q3_one_gpu_80, q3_eight_sharded_80 = 0.8 * 80e9 // per_param, 0.8 * 8 * 80e9 // per_param
-print(f"{q3_one_gpu / 1e9:g}B on one GPU, {q3_eight_sharded / 1e9:g}B on 8 sharded "
-      f"({q3_one_gpu_80 / 1e9:g}B and {q3_eight_sharded_80 / 1e9:g}B with 20% held back)")
-check_answer("Q3, one GPU (params)", q3_one_gpu)
-check_answer("Q3, 8 GPUs sharded (params)", q3_eight_sharded)
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "claim-S39"]
+# Answer. Only 0.8 * 80 GB is left for the training state: naive fp32 AdamW (16 bytes per
+# parameter) fits 0.8 * 80e9 / 16 = 4B on one GPU and 0.8 * 8 * 80e9 / 16 = 32B on 8 sharded.
+# Megatron's layout keeps 2 + 4 + 4 + 4 + 4 = 18 bytes per parameter: 0.8 * 640e9 / 18 =
+# 28.4B. (Read "80 GB" as 80 GiB, closer to the H100's HBM, and every limit grows by 7%.)
+fp32_adamw, megatron = 4 + 4 + 4 + 4, 2 + 4 + 4 + 4 + 4  # bytes per parameter
+q3_one_gpu_80, q3_eight_sharded_80 = 0.8 * 80e9 / fp32_adamw, 0.8 * 8 * 80e9 / fp32_adamw
+q3_mixed_sharded_80 = 0.8 * 8 * 80e9 / megatron
+check("mixed precision fits fewer parameters than fp32 AdamW: 18 > 16 bytes",
+      q3_mixed_sharded_80 < q3_eight_sharded_80, True)
 check_answer("Q3, one GPU with 20% held back", q3_one_gpu_80)
 check_answer("Q3, eight GPUs sharded with 20% held back", q3_eight_sharded_80)
+check_answer("Q3, eight sharded in Megatron's mixed precision with 20% held back", q3_mixed_sharded_80)

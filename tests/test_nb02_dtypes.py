@@ -168,16 +168,20 @@ def test_q2_answers_agree_with_torch():
 
 
 def test_q3_answers_agree_with_max_params_that_fit():
-    assert ANSWERS["Q3, one GPU (params)"].expected == max_params_that_fit(80e9)
-    assert ANSWERS["Q3, 8 GPUs sharded (params)"].expected == max_params_that_fit(80e9, n_gpus=8, sharded=True)
+    assert max_params_that_fit(80e9) == 5e9 and max_params_that_fit(80e9, n_gpus=8, sharded=True) == 40e9  # §1.2
     assert ANSWERS["Q3, one GPU with 20% held back"].expected == max_params_that_fit(0.8 * 80e9)
     assert ANSWERS["Q3, eight GPUs sharded with 20% held back"].expected == max_params_that_fit(0.8 * 80e9, n_gpus=8,
                                                                                     sharded=True)
+    # Megatron's bf16 layout, counted from its parts' dtypes (not the recipe table, which has no 18)
+    megatron = sum(dt.itemsize for dt in (torch.bfloat16,) + (torch.float32,) * 4)
+    assert megatron == 18
+    assert ANSWERS["Q3, eight sharded in Megatron's mixed precision with 20% held back"].expected == pytest.approx(
+        0.8 * 8 * 80e9 / megatron)
 
 
 def test_exercise_hints_name_wrong_answers_only():
-    for name in ("Q2, gradients lost in fp16", "Q2, 1.0 x 2**16 in fp16", "Q3, one GPU (params)",
-                 "Q3, 8 GPUs sharded (params)"):
+    for name in ("Q2, gradients lost in fp16", "Q2, 1.0 x 2**16 in fp16", "Q3, one GPU with 20% held back",
+                 "Q3, eight GPUs sharded with 20% held back"):
         spec = ANSWERS[name]
         assert spec.hints and all(not math.isclose(v, spec.expected, rel_tol=max(spec.rel, 1e-9))
                                   for v in spec.hints)
