@@ -49,6 +49,8 @@ y = 0.5 * (x * w - 5) ** 2
 y.backward()
 check("y = 0.5 * (2*4 - 5)**2", y.item(), 4.5)
 check("w.grad == (xw - 5) * x", w.grad.item(), (2.0 * 4.0 - 5) * 2.0)
+# only leaves that require grad get a .grad: not the data x, not y (computed, so not a leaf)
+check("x.grad, and whether y is a leaf", (x.grad, y.is_leaf), (None, False))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Gradients accumulate
@@ -144,8 +146,38 @@ check("input needs a gradient: backward == 2 x forward", hidden.backward, 2 * hi
 check("data input: backward == 2 x forward - the first layer's grad_X", data.backward,
       2 * data.forward - layer)
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Predict, then measure.** FLOPs are not seconds, but a matmul-heavy model's backward
+# should take about twice its forward. A larger Cruncher whose input requires grad (FLOP
+# ratio exactly 2), timed with `torch.utils.benchmark` (through `time_fn`): backward alone
+# reruns a kept graph (`retain_graph=True`), its gradients dropped before each call.
+
+# %% tags=["claim-S18", "claim-S22"]
+from lecture_utils.bench import time_fn
+
+
+def time_forward_backward(width, n_layers=4):
+    """Median seconds of forward and of backward alone (graph kept, grads dropped)."""
+    model = Cruncher(width, n_layers).to(device)  # drawn on the CPU: the same numbers on every device
+    x = torch.randn(width, width).to(device).requires_grad_()  # batch = width
+    loss = model(x).sum()
+
+    def backward_only():
+        model.zero_grad(set_to_none=True)
+        x.grad = None
+        loss.backward(retain_graph=True)
+
+    return time_fn(model, x, min_run_time=0.1), time_fn(backward_only, min_run_time=0.1)
+
+
+T_WIDTH = 4096 if device.type == "cuda" else 512
+t_forward, t_backward = time_forward_backward(T_WIDTH)
+measured("forward, ms", t_forward * 1e3)
+measured("backward / forward, in time (the FLOPs predict 2)", t_backward / t_forward)
+assert 1 < t_backward / t_forward < 4, (t_forward, t_backward)  # about 2: a loose band for any machine
+
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
-# ### Going deeper: module by module, depth, a transformer, and the clock
+# ### Going deeper: module by module, depth, a transformer, and the clock in detail
 #
 # The counter reports the backward pass as one total and the forward pass per module, so
 # we predict the backward total from the forward counts: twice each layer's forward,
@@ -196,42 +228,16 @@ check("GPT (math attention): backward == 2 x forward", gpt_flops.backward, 2 * g
 check("GPT: nothing uncounted", gpt_flops.uncounted_ops, ())
 
 # %% [markdown] tags=["deeper"]
-# **Timed.** FLOPs are not seconds. We time the forward pass (which also builds the graph)
-# and the backward pass separately with `torch.utils.benchmark` (through `time_fn`), on a
-# larger Cruncher whose input requires grad, so the FLOP ratio is exactly 2. To time
-# backward alone, the graph is kept (`retain_graph=True`) and the gradients are dropped
-# before each call. Width and batch 512 on a CPU, 4096 on a GPU.
+# **The clock in detail.** The FLOP ratio at the timed shape, counted on the `meta` device
+# (shapes only), and the backward time:
 
 # %% tags=["deeper"]
-from lecture_utils.bench import time_fn
-
-ON_GPU = device.type == "cuda"
-
-
-def time_forward_backward(width, n_layers=4):
-    """Median seconds of forward and of backward alone (graph kept, grads dropped)."""
-    model = Cruncher(width, n_layers).to(device)  # drawn on the CPU: the same numbers on every device
-    x = torch.randn(width, width).to(device).requires_grad_()  # batch = width
-    loss = model(x).sum()
-
-    def backward_only():
-        model.zero_grad(set_to_none=True)
-        x.grad = None
-        loss.backward(retain_graph=True)
-
-    return time_fn(model, x, min_run_time=0.1), time_fn(backward_only, min_run_time=0.1)
-
-
-T_WIDTH = 4096 if ON_GPU else 512
-t_forward, t_backward = time_forward_backward(T_WIDTH)
-if ON_GPU:
+if device.type == "cuda":
     torch.cuda.empty_cache()
 with torch.device("meta"):  # shapes only: counting needs no data and no memory
     t_flops = count_flops(Cruncher(T_WIDTH, 4), torch.randn(T_WIDTH, T_WIDTH, requires_grad=True))
 check("FLOP ratio backward / forward at this shape", t_flops.backward / t_flops.forward, 2.0)
-measured(f"forward, width = batch = {T_WIDTH}", t_forward * 1e3, "ms", per_device=True)  # width differs on a GPU
-measured("backward", t_backward * 1e3, "ms")
-measured("backward / forward time", t_backward / t_forward)
+measured(f"width = batch = {T_WIDTH}; backward, ms", t_backward * 1e3, per_device=True)  # the width differs on a GPU
 
 # %% [markdown] tags=["deeper"]
 # Expect a time ratio near 2 but not exactly 2: the backward matmuls use transposed
