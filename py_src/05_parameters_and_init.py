@@ -233,8 +233,8 @@ check("...and the optimizer holds a stale object", opt.param_groups[0]["params"]
 # $$\mathrm{Var}(y) = d_\text{in} \cdot \mathrm{Var}(x) \cdot \mathrm{Var}(W).$$
 #
 # So the notes' `randn` weights multiply the std by `sqrt(d_in)` per layer (16 at width 256)
-# until fp32 overflows. Two 50-layer networks on the same N(0, 1) draws, the second scaled
-# to std `1/sqrt(d_in)`:
+# until fp32 overflows. Predict, then measure, on this device: two 50-layer networks on the
+# same N(0, 1) draws, the second scaled to std `1/sqrt(d_in)`:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Write $\mathrm{Var}(y) = d_\text{in}\,\mathrm{Var}(x)\,\mathrm{Var}(W)$ on the board.
@@ -245,10 +245,12 @@ import math
 
 import matplotlib.pyplot as plt
 
+from lecture_utils import measured
+
 WIDTH, DEPTH = 256, 50
 g = torch.Generator().manual_seed(0)
-Z = torch.randn(DEPTH, WIDTH, WIDTH, generator=g)  # N(0, 1) draws, shared by both networks
-x0 = torch.randn(512, WIDTH, generator=g)
+Z = torch.randn(DEPTH, WIDTH, WIDTH, generator=g).to(device)  # N(0, 1) draws, shared by both networks
+x0 = torch.randn(512, WIDTH, generator=g).to(device)  # drawn on the CPU: the same numbers on any device
 rms = {}
 for name, std in {"N(0, 1), the notes' randn": 1.0, "std 1/sqrt(d_in)": 1 / math.sqrt(WIDTH)}.items():
     x, rms[name] = x0, []
@@ -260,6 +262,7 @@ first_inf = next(L + 1 for L, r in enumerate(rms_randn) if not math.isfinite(r))
 check("N(0, 1): growth of the RMS per layer (sqrt(256) = 16)", round((rms_randn[30] / rms_randn[0]) ** (1 / 30), 1), 16.0, rel=0.05)
 check("N(0, 1): the first layer whose output overflows fp32", first_inf, 32)
 check("std 1/sqrt(d_in): every layer's RMS within [0.8, 1.25]", all(0.8 < r < 1.25 for r in rms_scaled), True)
+measured("RMS of layer 50's output with std 1/sqrt(d_in) (predicted 1)", rms_scaled[-1])
 
 # %% caption="Output RMS of each layer against depth, width 256: N(0,1) weights grow 16x per layer until fp32 overflows at layer 32; std 1/sqrt(d_in) stays near 1." slideshow={"slide_type": "subslide"}
 fig, ax = plt.subplots(figsize=(10, 2.7))
