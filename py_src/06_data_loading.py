@@ -105,6 +105,27 @@ check("starts the notes' randint draws", sorted(set(notes_starts.tolist())), [0,
 check("starts get_batch_simple draws", sorted(set(x_simple[:, 0].tolist())), [0, 1, 2, 3, 4, 5])
 err = check("the notes' randint with one valid window (5 tokens)", lambda: torch.randint(5 - 4 - 1, (1,)), raises=RuntimeError)
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Predict, then measure: can the sampler keep up?** The run of exercise E3.1 (GPT-2 small
+# on 8 H100s) consumes 2.0M tokens/s. One `get_batch_simple` call gathers, widens and moves
+# a batch to the device; a fixed per-call cost weighs most on small batches:
+
+# %% caption="Tokens per second of get_batch_simple against batch size, measured here, against the 2.0M tokens/s an 8-H100 run consumes." tags=["claim-S29"]
+import matplotlib.pyplot as plt
+
+from lecture_utils.bench import time_fn
+
+BATCHES = [1, 4, 16, 64, 256]  # sequences of 1,024 tokens
+tokens_per_s = {b: b * 1024 / time_fn(get_batch_simple, train, b, 1024, device, min_run_time=0.05) for b in BATCHES}
+measured("get_batch_simple, a batch of 64 x 1024", tokens_per_s[64] / 1e6, "M tokens/s")
+fig, ax = plt.subplots(figsize=(10, 3.2), layout="constrained")
+ax.plot(BATCHES, [t / 1e6 for t in tokens_per_s.values()], "o-", lw=2.5, label="get_batch_simple, measured here")
+ax.axhline(2.0, color="0.3", ls="--", label="what 8 H100s consume (E3.1): 2.0M tokens/s")
+ax.set(xscale="log", yscale="log", ylim=(1, None), xlabel="batch size (sequences of 1,024 tokens)", ylabel="M tokens/s")
+ax.legend(frameon=False, fontsize=12, loc="lower right")
+plt.show()
+assert tokens_per_s[64] > 2e6, tokens_per_s  # one sampler call out-paces 8 GPUs
+
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: the course's token files, and the tokenizer that made them
 #
@@ -120,7 +141,6 @@ import gc
 import json
 import math
 import threading
-import warnings
 
 import matplotlib.pyplot as plt
 import torch.nn.functional as F
@@ -370,7 +390,8 @@ print("   ", err)
 # > indexing requires" it (§6). **In fact** `nn.Embedding` takes int32 or int64 ids (its docs:
 # > "IntTensor or LongTensor"); it is `F.cross_entropy` whose class targets must be int64.
 # > int64 for both `x` and `y` is the simple choice. (`torch.from_numpy` on the read-only
-# > memmap also warns; the `astype(np.int64)` copy avoids both problems at once.)
+# > memmap would also share memory it must not write, and warns; the `astype(np.int64)`
+# > copy avoids both problems at once.)
 
 # %% tags=["deeper"]
 ids16 = np.array(val[:8])  # a writable uint16 copy
@@ -383,11 +404,10 @@ logits = torch.zeros(8, 8192)
 err = check("F.cross_entropy with int32 targets", lambda: F.cross_entropy(logits, as_tensor.int()), raises=RuntimeError)
 check("...with int64 targets: log(8192) for uniform logits",
       round(F.cross_entropy(logits, as_tensor.long()).item(), 4), round(math.log(8192), 4))
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    torch.from_numpy(val[:8])
-check("torch.from_numpy(read-only memmap) warns 'not writable'", ["not writable" in str(w.message) for w in caught],
-      [True])
+# the memmap is read-only: torch.from_numpy would share memory it must not write (torch warns,
+# once per process); np.array copies into writable memory first, as .astype does in get_batch
+check("writable: the memmap's memory, and np.array's copy of it", (val[:8].flags.writeable,
+      np.array(val[:8]).flags.writeable), (False, True))
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: a faster `get_batch`, and the same distribution
@@ -552,22 +572,34 @@ measured("vectorised throughput", 64 * 1024 / t_ours / 1e6, "M tokens/s")
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §6.1 Pinned memory
 #
-# The GPU's copy (DMA) engine cannot read pageable memory, which the kernel may move: the
-# CPU first copies it into a pinned staging buffer. **Pinned** (page-locked) memory stays
-# put, so the DMA engine reads it directly while the CPU moves on:
+# The GPU's copy (DMA) engine cannot read pageable memory, which the OS may move: the CPU
+# first copies it into a pinned staging buffer. **Pinned** (page-locked) memory stays put,
+# so the copy engine reads it directly and `non_blocking=True` returns before the copy is
+# done. The notes' lines:
 #
 # ```python
 # x = x.pin_memory()                   # page-locked host memory
 # x = x.to("cuda", non_blocking=True)  # returns before the copy is done
 # ```
 #
-# So the next batch is copied while the GPU computes on this one. Pin batches, never the
-# dataset (a pinned page cannot be reclaimed). We time when a 256 MiB copy *returns* and
-# when it is *done* (CUDA only):
+# `x.pin_memory()` is itself a copy, made while the CPU waits: allocate the batch pinned
+# instead (`torch.empty(..., pin_memory=True)`, as the course's `get_batch` does). Pin
+# batches, never the dataset (a pinned page cannot be reclaimed).
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Say: pageable memory costs a CPU copy into a staging buffer; pinned memory does not.
+# - Ask the room: on one stream, can the copy of batch 2 run during the matmuls of batch 1?
 # - On a CPU the cell is skipped: show docs/gpu/reference.md.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# > **The notes say** (§6.1) the copy "can overlap with compute", the GPU computing on this
+# > batch while the next is transferred. **In fact** `non_blocking=True` frees the *host*:
+# > the CPU prepares the next batch while the GPU works. On the GPU, work on one stream runs
+# > in order, so the copy waits behind the kernels queued before it; copy and compute overlap
+# > only with the copy on a second stream (from pinned memory, with a free copy engine:
+# > PyTorch's tutorial "A guide on good usage of non_blocking and pin_memory()", and the CUDA
+# > guide's "Overlap of Data Transfer and Kernel Execution"; the `Prefetcher` below does it).
+# > We time when a 256 MiB copy *returns* and when it is *done* (CUDA only):
 
 # %% slideshow={"slide_type": "subslide"}
 import time
@@ -591,14 +623,17 @@ if cuda_only(device, "timing when a non_blocking copy returns"):
     call, copy = min(call_and_copy_seconds(on_gpu, pageable) for _ in range(5))  # best of 5, by the call
     measured("non_blocking from pageable: the call returns after", call * 1e3, "ms", per_device=True)
     measured("non_blocking from pageable: call / copy", call / copy, per_device=True)
+    assert call / copy > 0.5, (call, copy)  # pageable: the call waits for (nearly) the whole copy
     call, copy = min(call_and_copy_seconds(on_gpu, pinned) for _ in range(5))
     measured("non_blocking from pinned: the call returns after", call * 1e3, "ms", per_device=True, ref="non-blocking-pinned")
     measured("non_blocking from pinned: call / copy", call / copy, per_device=True)
+    assert call / copy < 0.1, (call, copy)  # pinned: the call returns long before the copy is done
     assert torch.equal(on_gpu[:4].cpu(), pinned[:4])  # the copy arrived
 
 # %% [markdown]
 # From pinned memory the call returns at once; from pageable memory only when nearly the
 # whole copy is done, `non_blocking` or not (docs/gpu/reference.md, `non-blocking-pinned`).
+# "Going deeper" times a copy on a second stream against one stream.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: copy bandwidth, streams, and a prefetcher
@@ -657,6 +692,8 @@ if cuda_only(device, "overlapping a copy with compute on a second stream"):
     measured("both on one stream", t_serial * 1e3, "ms", per_device=True)
     measured("copy on a second stream", t_overlap * 1e3, "ms", per_device=True, ref="copy-compute-overlap")
     measured("second stream / one stream", t_overlap / t_serial, per_device=True)
+    assert t_serial > 0.9 * (t_compute + t_copy), (t_serial, t_compute, t_copy)  # one stream: one after the other
+    assert t_overlap < 0.9 * t_serial, (t_overlap, t_serial)  # a second stream: the copy hides under compute
     del a, pageable, pinned, on_gpu
     torch.cuda.empty_cache()
 
@@ -872,7 +909,8 @@ check("temporary folder removed", not TMP.exists(), True)
 #   only the pages it touches. `np.memmap` wants a raw file, not a `.npy`.
 # - A batch is windows of `seq_len + 1` tokens at random starts `0 .. len - seq_len - 1`;
 #   `y` is `x` shifted by one. Widen the batch, not the dataset, to int64.
-# - Pinned host memory and `non_blocking=True` let the copy to the GPU overlap compute.
+# - Pinned host memory (allocate the batch pinned) and `non_blocking=True` free the CPU to
+#   prepare the next batch; the copy overlaps GPU compute only on a second stream.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Read the bullets; the two numbers: 2 bytes per token on disk, 8 per token in a batch.
