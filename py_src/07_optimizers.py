@@ -375,8 +375,8 @@ check("corrected v_hat_t == g^2 at every step", v_hat, (g**2).expand(20, 4), rel
 
 # %% [markdown] tags=["deeper"]
 # **What happens without the correction?** The notes say it offsets the underestimate that
-# the zero initialisation causes early on, which is true of $m$ and of $v$, and suggests
-# that uncorrected steps would be too small. But the step is their ratio: without correction
+# the zero initialisation causes early on, which is true of $m$ and of $v$. One might
+# conclude that uncorrected steps would be too small. But the step is their ratio: without correction
 # it is the corrected one times $r(t) = (1-\beta_1^t) / \sqrt{1-\beta_2^t}$, and with the
 # common $\beta_2 = 0.999$ the denominator is the smaller one: the first step is
 # $0.1/\sqrt{0.001} = 3.2\times$ too *large*, and the error peaks at about $6.6\times$
@@ -452,8 +452,9 @@ check("Adam + L2, small gradients: decayed to almost nothing (kept < 0.1%)",
 # ## §7.2 Why AdamW eats memory
 #
 # A state tensor has its parameter's shape, so the state is a whole number of copies of the
-# model. One step of each optimizer on a small MLP, then AdamW's ledger (§1.2: 4 + 4 + 4 + 4
-# bytes per parameter, 4× the parameter's own):
+# model. Predict, then measure, on this device: one step of each optimizer on a small MLP
+# (on a GPU the allocator's `memory_allocated()` must grow by exactly the state's bytes),
+# then AdamW's ledger (§1.2: 4 + 4 + 4 + 4 bytes per parameter, 4× the parameter's own):
 
 # %%
 # @save lecture_utils/optim.py
@@ -463,21 +464,35 @@ def state_bytes(optimizer):  # bytes of every tensor the optimizer keeps in `opt
 
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S33", "claim-S4"]
-model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 64))
-params = list(model.parameters())
-model(torch.randn(32, 64)).pow(2).mean().backward()  # gradients, then one step of each optimizer
+model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128)).to(device)
+params = list(model.parameters())  # every tensor a multiple of 512 bytes: the CUDA allocator's rounding
+model(torch.randn(32, 128).to(device)).pow(2).mean().backward()  # gradients, then one step of each optimizer
 n, param_bytes = sum(p.numel() for p in params), sum(p.nbytes for p in params)
 copies = {}
 for cls in TWINS:
     optimizer = cls(params)
+    before = torch.cuda.memory_allocated(device) if device.type == "cuda" else None
     optimizer.step()
     copies[cls.__name__] = state_bytes(optimizer) / param_bytes
+    assert before is None or torch.cuda.memory_allocated(device) - before == state_bytes(optimizer), cls
 check("optimizer state, in copies of the parameters", copies, dict(SGD=0, Momentum=1, AdaGrad=1, RMSProp=1, Adam=2, AdamW=2))
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S4"]
 ledger = {"weights": param_bytes / n, "gradients": sum(p.grad.nbytes for p in params) / n, "m and v": state_bytes(optimizer) / n}
 check("fp32 AdamW, measured bytes per parameter", ledger, {"weights": 4, "gradients": 4, "m and v": 8})
 check("the 16 bytes per parameter over the parameter's own 4: the notes' 4x", sum(ledger.values()) / ledger["weights"], 4.0)
+
+# %% caption="Training state per parameter for each optimizer, measured after one step: weights, gradients, and the optimizer's state." slideshow={"slide_type": "subslide"}
+import matplotlib.pyplot as plt
+
+fig, ax = plt.subplots(figsize=(10, 3.4), layout="constrained")
+names = list(copies)
+ax.bar(names, [4] * len(names), label="weights (fp32)", color="C0")
+ax.bar(names, [4] * len(names), bottom=[4] * len(names), label="gradients (fp32)", color="C1")
+ax.bar(names, [4 * c for c in copies.values()], bottom=[8] * len(names), label="optimizer state (measured)", color="C2")
+ax.set(ylabel="bytes per parameter", ylim=(0, 18), yticks=[0, 4, 8, 12, 16])
+ax.legend(frameon=False, fontsize=12, loc="upper left")
+plt.show()
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: torch.optim's state, mixed precision, and the memory inside `step()`
@@ -493,7 +508,7 @@ print(f"{'optimizer':<9} {'state per parameter':<20} {'ours':>7} {'torch.optim':
 for cls, (torch_cls, hyper) in TWINS.items():
     pair = (cls(params), torch_cls(params, **hyper))
     for opt in pair:
-        model(torch.randn(32, 64)).pow(2).mean().backward()
+        model(torch.randn(32, 128).to(device)).pow(2).mean().backward()
         opt.step()
     name = cls.__name__
     ours[name], theirs[name] = state_bytes(pair[0]), state_bytes(pair[1])
@@ -577,7 +592,7 @@ if cuda_only(device, "the peak memory of torch.optim.AdamW's step(): for-loop, f
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §7.2 The ways out: sharding and compressing the state
 #
-# **Sharding.** ZeRO (Rajbhandari et al., 2020) splits the state over $G$ data-parallel
+# **Sharding.** ZeRO (Rajbhandari et al., SC 2020) splits the state over $G$ data-parallel
 # GPUs in stages: optimizer state (1), gradients (2), parameters (3). Mixed-precision Adam:
 # 2 + 2 + 12 bytes, the notes' 16.
 
