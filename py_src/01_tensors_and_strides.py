@@ -408,24 +408,29 @@ check_answer("Q5, stride[0] that view(-1) needs", q5_needed)
 check_answer("Q5, extra memory (bytes)", q5_extra_bytes)
 check_answer("Q5, memory traffic (bytes)", q5_traffic_bytes)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ## Going deeper: more exercises
+#
+# One more exercise, strides worked by hand, for practice after the lecture.
+
+# %% [markdown] tags=["deeper"]
 # ### E1.1. Strides by hand
 #
 # With `x = torch.arange(12).view(3, 4)`, predict shape, stride and storage offset of
 # `x[::2, 1:]` and `x.T[1:, ::2]` without running anything. Then predict the values of
 # `x.T[1:, ::2]` from the formula alone.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "deeper"]
 e1_1_a = ...  # (shape, stride, offset) of x[::2, 1:], e.g. ((3, 4), (4, 1), 0)
 e1_1_b = ...  # (shape, stride, offset) of x.T[1:, ::2]
 e1_1_values = ...  # the values of x.T[1:, ::2], as a nested list of rows
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
 check_answer("E1.1, x[::2] from column 1 on", e1_1_a)
 check_answer("E1.1, x.T[1:, ::2]", e1_1_b)
 check_answer("E1.1, values of x.T[1:, ::2]", e1_1_values)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
 # x[::2, 1:]: rows 0 and 2, so the row stride is 2 * 4 = 8; columns from 1, so offset 1.
 # x.T has strides (1, 4); [1:] moves the offset by 1 * 1, ::2 doubles the column stride to 8.
 # Values = storage indices (x holds 0..11): offset 1 + r * 1 + c * 8.

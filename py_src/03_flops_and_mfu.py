@@ -752,6 +752,8 @@ check("400 TFLOP/s against the TF32 and the BF16 peak",
 
 # %% tags=["deeper"]
 if cuda_only(device, "the MFU of an 8192^3 bf16 matmul"):
+    from lecture_utils.hardware import detect
+
     gpu = detect(device)
     big = matmul_flops(8192, 8192, 8192)
     rate = matmul_flops_per_s(8192, "bf16", device, min_run_time=0.5)
@@ -831,22 +833,27 @@ q4_days, q4_ratio = days_q4, days_q4 / days
 check_answer("Q4, days at MFU 0.4", q4_days)
 check_answer("Q4, time at MFU 0.4 / at MFU 0.5", q4_ratio)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ## Going deeper: more exercises
+#
+# One more exercise, for practice after the lecture: the MFU a real training log implies.
+
+# %% [markdown] tags=["deeper"]
 # ### E3.1. What MFU does a training log imply?
 #
 # The course's `gpu` config (GPT-2 small, $T = 1024$) trains on 8 H100s in bf16 at **2.0M
 # tokens/s**. What MFU is that by $6ND$? By the exact count, attention included? Which should
 # the log report? (A model built on the `meta` device has parameters but no memory.)
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "deeper"]
 e3_1_mfu_6nd = ...  # MFU by 6ND (a fraction, e.g. 0.5)
 e3_1_mfu_exact = ...  # MFU by the exact count, attention included
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
 check_answer("E3.1, MFU by 6ND", e3_1_mfu_6nd)
 check_answer("E3.1, MFU by the exact count", e3_1_mfu_exact)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
 # Answer. N (non-embedding) = 123.6M: the 12 blocks' 85M (GPT-2 small's usual N) plus this
 # model's untied output layer, 38.6M weights that do a matmul for every token. 6N * 2.0e6
 # tokens/s = 1.48e15 FLOP/s against

@@ -828,7 +828,12 @@ check_answer("Q1, forward FLOPs", q1_forward)
 check_answer("Q1, backward FLOPs, data input", q1_backward_data)
 check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ## Going deeper: more exercises
+#
+# One more exercise, for practice after the lecture: the memory bill of a large MLP.
+
+# %% [markdown] tags=["deeper"]
 # ### E4.1. How large a batch fits?
 #
 # A Cruncher with $L = 32$ layers of width $D = 8192$ trains in fp32 with AdamW on an
@@ -838,17 +843,17 @@ check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad)
 # Hint: a model built on the `meta` device has shapes but no memory, and
 # `predict_training_memory` needs nothing more.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "deeper"]
 e4_1_fixed_bytes = ...  # params + grads + AdamW state, in bytes
 e4_1_per_example = ...  # activation bytes one example adds, in bytes
 e4_1_b_max = ...  # the largest batch whose whole bill fits in 80 GB (a count)
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
 check_answer("E4.1, params + grads + state (bytes)", e4_1_fixed_bytes)
 check_answer("E4.1, activation bytes per example", e4_1_per_example)
 check_answer("E4.1, largest batch", e4_1_b_max)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
 # Answer. N = 32 * 8192^2 + 8192 = 2.15B parameters: 8.59 GB each for params and grads,
 # 17.2 GB for AdamW's m and v, 34.4 GB in all. One example saves (L + 1) * D = 270,336
 # floats: 1.08 MB. 45.6 GB are left, so B = 42,206 fits. The notes' B*L*D (1.05 MB per

@@ -86,7 +86,7 @@ check("...and it is the Parameter the optimizer holds", opt.param_groups[0]["par
 #
 # A plain tensor attribute is never registered (Going deeper shows what that breaks).
 # Untrained state, like a causal mask, goes in `register_buffer`; `persistent=False` suits
-# a table cheap to recompute (which channels see a buffer is exercise E5.3):
+# a table cheap to recompute (which channels see a buffer: exercise E5.3, after the lecture):
 #
 # ```python
 # self.register_buffer("scale", torch.full((d_out,), 0.5))  # a fixed output scale
@@ -641,7 +641,6 @@ check("with mode='fan_out': std in units of 1/sqrt(d_in)", round(W_lecture.std()
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Give the room two minutes for E5.1, then run its check cell live.
-# - E5.3: collect predictions first, then build the module.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E5.1 What does each channel hold?
@@ -673,24 +672,29 @@ check_answer("E5.1 numbers the optimizer updates", e5_1_trained)
 check_answer("E5.1 state_dict() bytes in fp32", e5_1_saved_bytes)
 check_answer("E5.1 bytes of all registered tensors in bf16", e5_1_bf16_bytes)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ## Going deeper: more exercises
+#
+# Two more exercises, for practice after the lecture: initialisation, and which channels see a buffer.
+
+# %% [markdown] tags=["deeper"]
 # ### E5.2 Which std keeps the variance constant at `d_in = 4096`?
 #
 # Give the weight std that keeps E[y²] = E[x²] for one layer with `d_in = 4096` and
 # x ~ N(0, 1): (a) for `y = x @ W`; (b) for `y = relu(x) @ W`; (c) for (a) with
 # `init_weight`'s ±3σ cut, keeping the variance exact. Three significant figures suffice.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "deeper"]
 e5_2_std_a = ...  # weight std for y = x @ W
 e5_2_std_b = ...  # weight std for y = relu(x) @ W
 e5_2_std_c = ...  # std to draw with before the ±3σ cut, so that (a) holds after it
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
 check_answer("E5.2 (a) std", e5_2_std_a)
 check_answer("E5.2 (b) std", e5_2_std_b)
 check_answer("E5.2 (c) std", e5_2_std_c)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
 # Answer. (a) Var(y) = d_in * Var(x) * Var(W) = 1 needs std 1/sqrt(4096) = 1/64 = 0.0156.
 # (b) relu(x) keeps half of E[x^2], so Var(W) must double: sqrt(2/4096) = 0.0221 (Kaiming).
 # (c) the ±3σ cut multiplies the std by 0.9866, so draw with std (1/64) / 0.9866 = 0.01584
@@ -701,7 +705,7 @@ check_answer("E5.2 (a) std", e5_2_std_a)
 check_answer("E5.2 (b) std", e5_2_std_b)
 check_answer("E5.2 (c) std", e5_2_std_c)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] tags=["deeper"]
 # ### E5.3 Which tensors does each channel see?
 #
 # A module holds six things: (a) a `Parameter`, (b) a plain tensor, (c) a persistent
@@ -710,17 +714,17 @@ check_answer("E5.2 (c) std", e5_2_std_c)
 # `state_dict()`? Which does `.to(torch.float64)` convert? Answer with the letters in
 # order, e.g. `"abc"`; predict, then build the module and check.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "deeper"]
 e5_3_trained = ...  # letters of the tensors in parameters(), e.g. "abc"
 e5_3_saved = ...  # letters of the tensors in state_dict()
 e5_3_converted = ...  # letters of the tensors that .to(torch.float64) converts
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
 check_answer("E5.3 trained", e5_3_trained)
 check_answer("E5.3 saved", e5_3_saved)
 check_answer("E5.3 converted", e5_3_converted)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
 # Answer. Parameter: all three. Plain tensor: none. Persistent buffer: saved and converted,
 # not trained. Non-persistent buffer: converted only. A Linear in a Python list: none (the
 # module never sees it; an optimizer over a model whose layers all sit in a list refuses:

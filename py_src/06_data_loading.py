@@ -919,13 +919,13 @@ check("temporary folder removed", not TMP.exists(), True)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
 #
-# The notes' self-test has no question on data loading; here are two of our own. Fill in
+# The notes' self-test has no question on data loading; here is one of our own. Fill in
 # the `...`, run the cell and the check under it (it says whether you are right, not the
 # answer), then expand the hidden solution.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - E6.1 is dtype arithmetic for 15T tokens; E6.2 follows one batch from disk pages to GPU bytes.
-# - Give two minutes each, then run the check cells live.
+# - E6.1 is dtype arithmetic for 15T tokens; E6.2 (after the lecture) follows one batch from disk to GPU bytes.
+# - Give two minutes, then run the check cell live.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E6.1 How big is a 15T-token dataset?
@@ -961,7 +961,12 @@ check_answer("E6.1 int64 bytes", e6_1_int64_bytes)
 check_answer("E6.1 dtype for 128,256 ids", e6_1_llama3_dtype)
 check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ## Going deeper: more exercises
+#
+# One more exercise, for practice after the lecture: one batch followed from disk pages to GPU bytes.
+
+# %% [markdown] tags=["deeper"]
 # ### E6.2 What does one batch cost?
 #
 # A run samples batches of 64 sequences with `seq_len = 1024` from that 30 TB uint16 file.
@@ -975,7 +980,7 @@ check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes)
 #    disk per batch, then, if nothing is cached?
 # 3. How big are `x` and `y` together on the GPU, as int64? How many such pairs fit in 80 GB?
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "deeper"]
 e6_2_batch_bytes = ...  # 1. bytes of token ids the batch reads: 64 windows of 1,025 uint16 tokens
 e6_2_pages_max = ...  # 2. 4 KiB pages one 1,025-token window touches, at most
 e6_2_pages_mean = ...  # 2. ...and on average
@@ -983,7 +988,7 @@ e6_2_read_bytes = ...  # 2. bytes read from disk per batch, nothing cached (whol
 e6_2_xy_bytes = ...  # 3. bytes of x and y together on the GPU, each (64, 1024) int64
 e6_2_batches_80gb = ...  # 3. how many such (x, y) pairs fit in 80e9 bytes
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
 check_answer("E6.2 1. batch bytes on disk", e6_2_batch_bytes)
 check_answer("E6.2 2. pages per window, at most", e6_2_pages_max)
 check_answer("E6.2 2. pages per window, on average", e6_2_pages_mean)
@@ -991,7 +996,7 @@ check_answer("E6.2 2. bytes read per batch", e6_2_read_bytes)
 check_answer("E6.2 3. x + y bytes", e6_2_xy_bytes)
 check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
 # Answer. (1) 64 windows x 1,025 tokens x 2 bytes = 131,200 bytes (x and y share all but one
 # token per window). (2) A window is 2,050 bytes, so at most 2 pages. Its start is an even
 # byte offset, uniform within a page, and it runs into a second page when it starts past byte

@@ -765,7 +765,7 @@ check("measured: a vector is not factored (full v + step)",
 # not the answer), then expand the hidden solution.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - E7.1 scales this notebook's measurements up to 7B; E7.2 reuses zero_bytes_per_gpu. Two minutes each.
+# - E7.1 scales this notebook's measurements up to 7B: two minutes. E7.2 (after the lecture) reuses zero_bytes_per_gpu.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### E7.1 Optimizer state of a 7B model: AdamW and 8-bit Adam
@@ -791,21 +791,26 @@ e7_1_8bit_gb = (2 + 2 * 4 / 2048) * 7e9 / 1e9
 check_answer("E7.1 (a) AdamW state (GB)", e7_1_adamw_gb)
 check_answer("E7.1 (b) 8-bit Adam state (GB)", e7_1_8bit_gb)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ## Going deeper: more exercises
+#
+# One more exercise, for practice after the lecture: which ZeRO stage a 13B model needs.
+
+# %% [markdown] tags=["deeper"]
 # ### E7.2 Which ZeRO stage does a 13B model need?
 #
 # A 13B model, mixed-precision Adam (2 + 2 + 12 bytes per parameter), 8 GPUs of 80 GB. GB
 # per GPU at stage 1? The smallest stage that fits with 20% held back for activations?
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "deeper"]
 e7_2_stage1_gb = ...  # GB per GPU of training state at ZeRO stage 1
 e7_2_stage_64 = ...  # smallest stage (0-3) that fits with 20% of each GPU held back
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
 check_answer("E7.2 stage 1 per GPU (GB)", e7_2_stage1_gb)
 check_answer("E7.2 smallest stage in 64 GB", e7_2_stage_64)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
 # Answer. Stage 0 needs 16 * 13e9 = 208 GB per GPU. Stage 1 needs (4 + 12/8) * 13e9 =
 # 71.5 GB: it fits in 80 GB, just. With 20% held back only 64 GB is usable, and stage 1 no
 # longer fits; stage 2 needs (2 + 14/8) * 13e9 = 48.75 GB and does. Sharding the optimizer

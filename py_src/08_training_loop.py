@@ -15,9 +15,8 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 08 · The training loop: six lines, and what production adds to them
 #
-# §8 of the notes. The core path is the lecture (about 15 minutes of reading); each section
-# ends in a collapsed "Going deeper" part. Every run is on the CPU: the same outputs on any
-# machine.
+# §8 of the notes: the core path (about 18 minutes), then collapsed "Going deeper" parts.
+# Checked runs are on the CPU (the same outputs anywhere); the timed one on your device.
 
 # %%
 from lecture_utils import setup; device = setup()
@@ -35,9 +34,9 @@ from lecture_utils import setup; device = setup()
 import torch
 import torch.nn.functional as F
 
-from lecture_utils import check, check_answer
+from lecture_utils import check, check_answer, measured
 from lecture_utils.data import data_dir, get_batch, load_tokens
-from lecture_utils.models import GPT, get_config
+from lecture_utils.models import GPT, get_config, n_params
 from lecture_utils.optim import AdamW, state_bytes
 from lecture_utils.device import seed_all
 from lecture_utils.train import TrainConfig, Trainer, load_checkpoint, save_checkpoint
@@ -47,10 +46,10 @@ CPU, tiny = torch.device("cpu"), get_config("tiny")  # every run here is on the 
 batch_size, seq_len, vocab_size = 8, 64, tiny.vocab_size  # tiny: 2 layers, width 64
 
 # %% slideshow={"slide_type": "subslide"}
-def train(model, optimizer, generator, steps):  # generator: the sampler's (None: torch's global one)
+def train(model, optimizer, generator, steps, device=CPU):  # generator: the sampler's (None: torch's global one)
     losses = []
     for _ in range(steps):
-        x, y = get_batch(train_data, batch_size, seq_len, CPU, generator=generator)
+        x, y = get_batch(train_data, batch_size, seq_len, device, generator=generator)
 
         logits = model(x)
         loss = F.cross_entropy(logits.view(-1, vocab_size), y.view(-1))
@@ -70,9 +69,41 @@ check("the loss fell by more than 1.5 nats in 30 steps", losses[0] - losses[-1] 
 optimizer.zero_grad(set_to_none=True)
 check("zero_grad(set_to_none=True): every .grad is None, not zeros", {p.grad for p in model.parameters()}, {None})
 
+# %% caption="Training loss of the six-line loop over its 30 steps, from log(8192), a uniform guess." slideshow={"slide_type": "subslide"}
+import math
+
+import matplotlib.pyplot as plt
+
+fig, ax = plt.subplots(figsize=(10, 3), layout="constrained")
+ax.plot(range(1, len(losses) + 1), losses, "o-", lw=2.5)
+ax.axhline(math.log(vocab_size), color="0.4", ls=":")
+ax.set(xlabel="step", ylabel="training loss (nats)", title="the loop above; dotted: log(8192), a uniform guess")
+plt.show()
+
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # `set_to_none=True` frees each `.grad` instead of zeroing it: one memory write fewer, and
 # the next `backward()` assigns instead of adding.
+#
+# **Predict, then measure.** A step costs about $6N$ FLOPs per token: tokens/s × $6N$ over
+# notebook 03's peak is the loop's MFU. Timed on this device (`loss.item()` waits for each
+# step, so the clock is honest):
+
+# %% tags=["claim-S34"]
+import time
+
+from lecture_utils.bench import peak_flops
+
+timed = GPT(tiny).to(device)  # initialised on the CPU, then moved
+timed_optimizer = AdamW(timed.parameters(), lr=3e-3)
+train(timed, timed_optimizer, None, 2, device)  # warm-up: allocation, kernel choice
+start = time.perf_counter()
+train(timed, timed_optimizer, None, 10, device)
+tokens_per_s = 10 * batch_size * seq_len / (time.perf_counter() - start)
+peak = peak_flops(device, "fp32")
+mfu = 6 * n_params(timed, non_embedding=True) * tokens_per_s / peak.flops_per_s
+measured("the six-line loop, tiny GPT", tokens_per_s / 1e3, "k tokens/s")
+measured(f"its MFU by 6ND against the fp32 peak ({peak.source})", mfu, per_device=True)
+assert 0 < mfu < 1, mfu
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: the loss and the production pieces, written out
@@ -326,8 +357,8 @@ check("one batch of 8 or two micro-batches of 4: the same mean loss and gradient
 # ## §8.1 Randomness
 #
 # Randomness hides in five places: initialisation, dropout, batch sampling, data order and
-# GPU kernels that add in no fixed order. Seeds fix the first four (`seed_all` runs
-# the notes' four seeding lines; the sampler gets its own seeded generator).
+# GPU kernels that add in no fixed order. Seeds fix the first four (`seed_all`: the notes'
+# four seeding lines; the sampler gets its own seeded generator).
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Ask the room: which of the five sources can a seed not fix?
@@ -364,8 +395,8 @@ seed_all(0)  # the flag is global: off again (seed_all turns it off unless asked
 # already, so the flag changes no loss; what it does change is `torch.empty`: with
 # `torch.utils.deterministic.fill_uninitialized_memory` (on by default) memory that was
 # never written reads as NaN (integers: their largest value), the same loudly wrong value
-# every run instead of leftover bytes. On CUDA, the notes' example of a kernel the flag
-# refuses: `bincount` with weights, an `atomicAdd` histogram.
+# every run instead of leftover bytes. On CUDA, an example of the notes' "atomicAdd
+# reductions" that the flag refuses: `bincount` with weights, an `atomicAdd` histogram.
 
 # %% tags=["deeper"]
 from lecture_utils import cuda_only, measured
@@ -399,17 +430,18 @@ check("use_deterministic_algorithms(False) turned them off again (the flag is gl
 # ## §8.2 Checkpointing
 #
 # A checkpoint holds what the next step reads: weights, optimizer state (Adam's $m$, $v$),
-# step, RNG state. `save_checkpoint` ("Going deeper" writes it out) saves it atomically: a
-# crash mid-save leaves the old file whole.
+# step, RNG state. `save_checkpoint` saves it atomically: a crash mid-save leaves the old
+# file whole.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
-# - Ask the room: what does the notes' checkpoint leave out, for the loop above?
+# - Ask the room: what does the notes' checkpoint leave out? For which samplers does it matter?
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # > **The notes say** (§8.2) save the RNG state: `torch.get_rng_state()`. **In fact** that
 # > is only torch's default CPU generator
-# > ([torch.get_rng_state](https://pytorch.org/docs/stable/generated/torch.get_rng_state.html));
-# > an exact resume needs every generator the next step reads, a sampler's own included.
+# > ([torch.get_rng_state](https://pytorch.org/docs/stable/generated/torch.get_rng_state.html)).
+# > It suffices for the notes' loop on a CPU; a sampler's own generator ("Going deeper"),
+# > numpy's, Python's and CUDA's (GPU dropout) are not in it. `save_checkpoint` has them all.
 #
 # A crash after step 5; a new process resumes from each checkpoint:
 
@@ -421,8 +453,6 @@ workdir = Path(tempfile.mkdtemp(prefix="lecture08-"))
 model, optimizer, generator = fresh(0)
 losses = train(model, optimizer, generator, 5)
 save_checkpoint(workdir / "checkpoint.pt", model, optimizer, 5, generator=generator)
-torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": 5,  # the notes' checkpoint
-            "rng_state": torch.get_rng_state()}, workdir / "notes_checkpoint.pt")
 losses += train(model, optimizer, generator, 5)
 
 model, optimizer, generator = fresh(1234)  # the crash: a new process, other weights and data order
@@ -431,19 +461,43 @@ check("save_checkpoint: steps 6-10 after the resume are bitwise the uninterrupte
       (step, train(model, optimizer, generator, 5) == losses[5:]), (5, True))
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S37"]
-model, optimizer, generator = fresh(1234)
+model, optimizer, _ = fresh(0)  # the notes' loop: its sampler reads torch's global generator
+notes_losses = train(model, optimizer, None, 5)
+torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": 5,
+            "rng_state": torch.get_rng_state()}, workdir / "notes_checkpoint.pt")  # the notes' checkpoint
+notes_losses += train(model, optimizer, None, 5)
+
+model, optimizer, _ = fresh(1234)  # the crash, a new process
 ckpt = torch.load(workdir / "notes_checkpoint.pt")
 model.load_state_dict(ckpt["model"])
 optimizer.load_state_dict(ckpt["optimizer"])
 torch.set_rng_state(ckpt["rng_state"])
-generator.manual_seed(0 + 1)  # the sampler is not in the file: it starts over from its seed
-check("the notes' checkpoint: steps 6-10 replay batches 1-5, no loss matches",
-      all(a != b for a, b in zip(train(model, optimizer, generator, 5), losses[5:], strict=True)), True)
+check("the notes' checkpoint, the notes' sampler: steps 6-10 bitwise the uninterrupted run's",
+      train(model, optimizer, None, 5) == notes_losses[5:], True)
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
-# ### Going deeper: the checkpoint written out, and a resume of the production loop
+# ### Going deeper: what the notes' checkpoint misses, the checkpoint written out, and a resume of the production loop
 #
-# First `save_checkpoint` and `load_checkpoint` as the package has them. Then the same
+# First the gap: the notes' checkpoint of the first run above, whose sampler draws from a
+# generator of its own. `torch.get_rng_state()` does not hold it, so after the resume the
+# sampler starts over from its seed and replays batches 1-5:
+
+# %% tags=["deeper"]
+model, optimizer, generator = fresh(0)
+train(model, optimizer, generator, 5)
+torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": 5,
+            "rng_state": torch.get_rng_state()}, workdir / "notes_own_generator.pt")
+model, optimizer, generator = fresh(1234)  # the crash, a new process; the sampler's generator seeded afresh
+ckpt = torch.load(workdir / "notes_own_generator.pt")
+model.load_state_dict(ckpt["model"])
+optimizer.load_state_dict(ckpt["optimizer"])
+torch.set_rng_state(ckpt["rng_state"])
+generator.manual_seed(0 + 1)  # the sampler is not in the file: it starts over from its seed
+check("the notes' checkpoint, a sampler with its own generator: steps 6-10, no loss matches",
+      all(a != b for a, b in zip(train(model, optimizer, generator, 5), losses[5:], strict=True)), True)
+
+# %% [markdown] tags=["deeper"]
+# Then `save_checkpoint` and `load_checkpoint` as the package has them, and the same
 # experiment with the production loop: the schedule, clipping, validation every 5
 # steps and a log record per step, 30 steps with the crash after step 15. The resumed run's
 # losses, gradient norms, validation losses and final weights are bitwise the uninterrupted
@@ -596,21 +650,24 @@ check("fp16, loss scaled by 2^14: it survives", grads[torch.float16, 2**14], tor
 check("bf16, no scaling: it survives", grads[torch.bfloat16, 1], torch.full((4,), 1e-8), rel=1e-2)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# FP8 (H100 on) goes further, with scale factors ("Going deeper"). Memory (§1.2): bf16
-# weights 2 + bf16 gradients 2 + fp32 master 4 + $m$ 4 + $v$ 4 = 16 bytes per parameter,
-# as fp32 AdamW. Measured on one weight matrix:
+# FP8 (Hopper, Ada and later GPUs) goes further, with scale factors ("Going deeper").
+# Memory (§1.2): the notes' 2 + 2 + 4 + 4 + 4 = 16 bytes has the optimizer read bf16
+# gradients (ZeRO). Cast them to fp32 for the step and drop the bf16 ones (Megatron-LM):
+# 18 live, measured on one weight matrix:
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S6"]
 w = torch.randn(64, 64, dtype=torch.bfloat16, requires_grad=True)  # a bf16 weight matrix
 (torch.randn(8, 64, dtype=torch.bfloat16) @ w).float().square().mean().backward()  # its gradient: bf16
 master = w.detach().float()  # the fp32 master copy, which the optimizer updates
-master.grad = w.grad.float()  # a transient fp32 copy for the step
+master.grad = w.grad.float()  # the fp32 gradient the step reads ...
+w.grad = None  # ... and the bf16 one dropped: every tensor below is live during the step
 opt_master = AdamW([master], lr=1e-3)
 opt_master.step()
-ledger = {"bf16 weights": w.element_size(), "bf16 gradients": w.grad.element_size(),
+ledger = {"bf16 weights": w.element_size(), "fp32 gradients": master.grad.element_size(),
           "fp32 master": master.element_size(), "m and v": state_bytes(opt_master) / master.numel()}
-check("mixed precision, measured bytes per parameter: in all still 16, as fp32 AdamW", {**ledger, "in all": sum(ledger.values())},
-      {"bf16 weights": 2, "bf16 gradients": 2, "fp32 master": 4, "m and v": 8, "in all": 16})
+check("mixed precision, measured live bytes per parameter: 18 (16 if the step read bf16 gradients)",
+      {**ledger, "in all": sum(ledger.values())},
+      {"bf16 weights": 2, "fp32 gradients": 4, "fp32 master": 4, "m and v": 8, "in all": 18})
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: autocast per device, fp16's smallest numbers, FP8, and the autocast recipe
@@ -793,6 +850,11 @@ trainer.parts.model.forward = forward_that_runs_out_of_memory
 records = trainer.run()
 check("out of memory: micro-batches of 4, two per step", (trainer.parts.batches.micro, trainer.parts.batches.accum), (4, 2))
 check("validation at steps", [r["step"] for r in records if "val_loss" in r], [5, 10, 15])
+lrs = [r["lr"] for r in records]
+check("learning rate: warm-up over steps 1-3 to 3e-3, then decay", (lrs[:4], lrs[3] > lrs[-1]),
+      ([0.0, 1e-3, 2e-3, 3e-3], True))
+check("steps whose gradient norm was above clip = 1.0, so clipped", sum(r["grad_norm"] > cfg.clip for r in records) > 0,
+      True)
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: the run's curves, its MFU, and GPT-2 small on a GPU
@@ -897,10 +959,10 @@ check("the scratch folder is gone", not workdir.exists(), True)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember
 #
-# - Six lines of loop; production goes around them, not inside.
+# - Six lines of loop; production goes around them, not inside. MFU = tokens/s × 6N / peak.
 # - Same seed, same machine: the same run to the last bit; kernels need deterministic mode.
 # - A checkpoint holds all the next step reads, every RNG too.
-# - Mixed precision saves compute and activations, not the 16 bytes per parameter; fp16 needs loss scaling, bf16 not.
+# - Mixed precision saves compute and activations, not the 16-18 bytes per parameter; fp16 needs loss scaling, bf16 not.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercises
@@ -936,7 +998,12 @@ e8_1_lr_500 = cosine_lr(500, 6e-4, 6e-5, 2000, e8_1_steps)
 check_answer("E8.1 steps for 300B tokens", e8_1_steps)
 check_answer("E8.1 learning rate at step 500", e8_1_lr_500)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# ## Going deeper: more exercises
+#
+# One more exercise, for practice after the lecture: a checkpoint's size on disk.
+
+# %% [markdown] tags=["deeper"]
 # ### E8.2 How big is a checkpoint, and what does saving it need?
 #
 # (a) A model trained in fp32 with AdamW is checkpointed for an exact resume. How many bytes
@@ -944,15 +1011,15 @@ check_answer("E8.1 learning rate at step 500", e8_1_lr_500)
 # checkpoint next to the previous one and renames it over it. How many GB ($10^9$ bytes) of
 # disk does the run's folder need at that moment?
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "deeper"]
 e8_2_bytes_per_param = ...  # bytes per parameter of the checkpoint's tensors
 e8_2_disk_gb = ...  # GB of disk while a 7B model's checkpoint is being saved
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
 check_answer("E8.2 (a) checkpoint bytes per parameter", e8_2_bytes_per_param)
 check_answer("E8.2 (b) disk during a save of a 7B model (GB)", e8_2_disk_gb)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
 # Answer. (a) 12: the fp32 weights (4) and AdamW's m and v (4 + 4). The gradients (the
 # other 4 of the 16 bytes in training memory) are not saved: the next step recomputes them.
 # (b) One checkpoint is 12 * 7e9 = 84 GB; until the

@@ -86,6 +86,8 @@ def role(cell, setup) -> str:
         return "solution"
     if cell.cell_type == "code" and cell.metadata.get("jupyter", {}).get("source_hidden"):
         return "check"  # CONTRIBUTING, Exercises: a check's code is hidden in Lab
+    if "exercise" in tags:
+        return "core"  # a fill-in cell shows its code, in "Going deeper: more exercises" too
     return "deeper" if "deeper" in tags else "core"
 
 
