@@ -386,12 +386,12 @@ q5_needed = ...  # the value stride[0] of x.T would need for view(-1) to work (x
 q5_extra_bytes = ...  # extra memory of w.T.contiguous() for the FFN matrix, in bytes
 q5_traffic_bytes = ...  # bytes the copy reads plus writes, in bytes
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "claim-S39"]
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
 check_answer("Q5, stride[0] that view(-1) needs", q5_needed)
 check_answer("Q5, extra memory (bytes)", q5_extra_bytes)
 check_answer("Q5, memory traffic (bytes)", q5_traffic_bytes)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "claim-S39"]
 # Answer. transpose only swaps the strides: xt = x.T has shape (4, 3) and strides (1, 4).
 # view(-1) merges dims 0 and 1 into one, which needs stride[0] == stride[1] * size[1] = 4 * 3
 # = 12; it is 1, so no single stride reads the elements in order and view refuses.
@@ -403,6 +403,7 @@ extra = w.T.contiguous().numel() * w.element_size()
 print(f"{format_bytes(extra)} more memory, {format_bytes(2 * extra)} of traffic, on every call")
 
 q5_needed = xt.stride(1) * xt.size(1)
+check("x.T's stride[0], and the stride[0] that view(-1) needs", (xt.stride(0), q5_needed), (1, 12))
 q5_extra_bytes, q5_traffic_bytes = extra, 2 * extra
 check_answer("Q5, stride[0] that view(-1) needs", q5_needed)
 check_answer("Q5, extra memory (bytes)", q5_extra_bytes)

@@ -817,11 +817,11 @@ measured(f"{pair[0]} / {pair[1]} throughput (1 = no penalty)",
 q4_days = ...  # training time at MFU 0.4, in days
 q4_ratio = ...  # that time / the time at MFU 0.5 (a ratio)
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "claim-S39"]
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
 check_answer("Q4, days at MFU 0.4", q4_days)
 check_answer("Q4, time at MFU 0.4 / at MFU 0.5", q4_ratio)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "claim-S39"]
 # Answer. C = 6 * 70e9 * 15e12 = 6.3e24 FLOPs. Effective throughput = 989.5e12 * 0.4 *
 # 1024 ≈ 4.05e17 FLOP/s, so the run takes 6.3e24 / 4.05e17 ≈ 1.55e7 s ≈ 180 days: 25%
 # longer than at MFU 0.5 (144 days), since time is proportional to 1 / MFU. With the

@@ -802,12 +802,12 @@ q1_forward = ...  # forward FLOPs of the three-layer stack at batch 16
 q1_backward_data = ...  # backward FLOPs when the input is a data batch
 q1_backward_grad = ...  # backward FLOPs when the input requires grad
 
-# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "claim-S39"]
+# %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
 check_answer("Q1, forward FLOPs", q1_forward)
 check_answer("Q1, backward FLOPs, data input", q1_backward_data)
 check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "claim-S39"]
 # Answer. Forward, each layer is one matmul, 2*B*d_in*d_out FLOPs. Backward needs two of the
 # same size: grad_W = X^T G (to update W) and grad_X = G W^T (to pass the gradient down):
 # 4*B*d_in*d_out. Summed over the layers: forward 2ND, backward 4ND, total 6ND (§3.3).
