@@ -832,7 +832,7 @@ check("autocast: the same 16 in all", sum(measured_ac.values()), float(bytes_per
 # line per step, checkpoints, and out-of-memory recovery (the step redone in half-size
 # micro-batches). 15 CPU steps, out of memory above 4 sequences:
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S35"]
+# %% slideshow={"slide_type": "subslide"}
 cfg = TrainConfig(steps=15, batch_size=8, seq_len=64, warmup=3, val_every=5, device="cpu")  # tiny, lr 3e-3
 trainer = Trainer(cfg, workdir / "trainer", progress=False, echo=print)
 forward = trainer.parts.model.forward
