@@ -80,12 +80,47 @@ class PlantedError(Exception):
     """An error no notebook raises: a check told to expect it must fail."""
 
 
-def fails(fn) -> bool:
+def fails(fn, *args, **kwargs) -> bool:
+    """Whether fn(*args, **kwargs) raises AssertionError (a check or an assert failing)."""
     try:
-        fn()
+        fn(*args, **kwargs)
     except AssertionError:
         return True
     return False
+
+
+def planted_asserts(source: str, namespace: dict) -> list[bool]:
+    """Each assert of the cell negated in turn, the cell rerun in a copy of the namespace."""
+    return [fails(exec, with_assert_negated(source, target), copy.copy(namespace))
+            for target in range(asserts_in(source))]
+
+
+def run_recording_checks(code, namespace: dict) -> list[tuple]:
+    """Run the cell once, for real, and return the (args, kwargs) of every check() it called."""
+    real_check, calls = namespace["check"], []  # the notebook's first cells import check
+
+    def recording_check(*args, **kwargs):
+        calls.append((args, kwargs))
+        return real_check(*args, **kwargs)
+
+    namespace["check"] = recording_check
+    try:
+        exec(code, namespace)
+    finally:
+        namespace["check"] = real_check
+    return calls
+
+
+def planted_checks(calls: list[tuple], check) -> list[bool]:
+    """Each recorded check called again with a wrong expected value (or an error nothing raises)."""
+    outcomes = []
+    for args, kwargs in calls:
+        if "raises" in kwargs:
+            outcomes.append(fails(check, *args, **{**kwargs, "raises": PlantedError}))
+        else:
+            name, got, expected, *rest = args
+            outcomes.append(fails(check, name, got, plant(expected), *rest, **kwargs))
+    return outcomes
 
 
 def run(twin: Path, claims: set[str]) -> list[dict]:
@@ -101,32 +136,11 @@ def run(twin: Path, claims: set[str]) -> list[dict]:
         if not tagged:
             exec(code, namespace)
             continue
-        planted_failed = []
-        for target in range(asserts_in(cell.source)):  # before the real run: the cell still has to run
-            trial = copy.copy(namespace)
-            source = with_assert_negated(cell.source, target)
-            planted_failed.append(fails(lambda src=source, ns=trial: exec(src, ns)))
-        real_check = namespace["check"]  # the notebook's first cells import it
-        calls = []
-
-        def recording_check(*args, _real=real_check, **kwargs):
-            calls.append((args, kwargs))
-            return _real(*args, **kwargs)
-
-        namespace["check"] = recording_check
-        try:
-            exec(code, namespace)
-        finally:
-            namespace["check"] = real_check
-        for args, kwargs in calls:
-            if "raises" in kwargs:
-                planted_failed.append(fails(lambda a=args, k=kwargs: real_check(*a, **{**k, "raises": PlantedError})))
-            else:
-                name, got, expected, *rest = args
-                planted_failed.append(fails(lambda n=name, g=got, e=expected, r=rest, k=kwargs:
-                                            real_check(n, g, plant(e), *r, **k)))
+        outcomes = planted_asserts(cell.source, namespace)  # before the real run, which moves the state on
+        calls = run_recording_checks(code, namespace)
+        outcomes += planted_checks(calls, namespace["check"])
         results.append({"cell": index, "claims": tagged, "first_line": cell.source.splitlines()[0][:70],
-                        "checks": len(calls), "planted_checks_failed": planted_failed})
+                        "checks": len(calls), "planted_checks_failed": outcomes})
     return results
 
 
