@@ -121,7 +121,7 @@ def plot_strides(x: torch.Tensor | dict[str, torch.Tensor], title: str | None = 
     return fig
 
 
-ROOFLINE_FIGSIZE = (12.0, 6.0)  # fixed, so the figure's text repr never depends on the data
+ROOFLINE_FIGSIZE = (12.0, 4.8)  # fixed, so the figure's text repr never depends on the data
 
 
 def plot_roofline(points, peak_flops, bandwidth, title=None):

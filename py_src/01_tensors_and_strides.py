@@ -201,22 +201,16 @@ check("z.reshape(12) shares x's storage (no: it copied)", same_storage(z.reshape
 # `torch.utils.benchmark` (warm-up, repeats, the median; notebook 03 opens it up):
 
 # %% tags=["claim-S13"]
-import torch.utils.benchmark as benchmark
+from torch.utils.benchmark import Timer
 
 from lecture_utils import measured
 
-
-def median_seconds(stmt, t):
-    return benchmark.Timer(stmt, globals={"t": t}, num_threads=torch.get_num_threads()).blocked_autorange(
-        min_run_time=0.05).median
-
-
 sides = (1024, 8192) if device.type == "cuda" else (256, 2048)  # 64x the elements
-g = torch.Generator().manual_seed(0)  # the timing's own draws
 times = {}
 for side in sides:
-    t = torch.randn(side, side, generator=g).to(device)
-    times[side] = median_seconds("t.T", t), median_seconds("t.T.contiguous()", t)
+    t = torch.randn(side, side, generator=torch.Generator().manual_seed(0)).to(device)  # the timing's own draws
+    times[side] = [Timer(stmt, globals={"t": t}, num_threads=torch.get_num_threads()).blocked_autorange(
+        min_run_time=0.05).median for stmt in ("t.T", "t.T.contiguous()")]
 (view_small, copy_small), (view_large, copy_large) = times.values()
 measured("the view t.T: large / small, in time (predicted 1)", view_large / view_small)
 measured("the copy t.T.contiguous(): large / small, in time (predicted 64)", copy_large / copy_small)
@@ -265,7 +259,8 @@ check("e.contiguous() materialises all 12", e.contiguous().untyped_storage().nby
 # whole row, so it is usually slower.
 
 # %% tags=["deeper"]
-t_clone = median_seconds("t.clone()", t)
+t_clone = Timer("t.clone()", globals={"t": t}, num_threads=torch.get_num_threads()).blocked_autorange(
+    min_run_time=0.05).median
 measured("t.clone() (plain copy), median", t_clone * 1e3, "ms")
 measured("t.T.contiguous() / t.clone(), in time", copy_large / t_clone)
 

@@ -329,7 +329,7 @@ check("(4, 8, 16, 32) @ (32, 2) == 2BDK with B = 4*8*16", count_flops(
 # compute-bound once its intensity passes the ridge point. Predict, then measure: small
 # matmuls far below this machine's best, large ones near it:
 
-# %% caption="Measured roofline of this machine: sin(x)+x*x and square fp32 matmuls, against the best matmul and the copy bandwidth timed here." slideshow={"slide_type": "subslide"} tags=["claim-S17"]
+# %% tags=["claim-S17"]
 import matplotlib.pyplot as plt
 
 from lecture_utils.plots import plot_roofline
@@ -339,14 +339,17 @@ fp32_rates = {}
 for n in SIZES:
     a, b = torch.randn(n, n, generator=g).to(device), torch.randn(n, n, generator=g).to(device)
     fp32_rates[n] = matmul_flops(n, n, n) / time_op(torch.matmul, a, b)
-    measured(f"fp32 matmul, n = {n}", fp32_rates[n] / 1e9, "GFLOP/s", per_device=True)  # sizes differ by device
+measured("fp32 matmuls, n: GFLOP/s", ", ".join(f"{n}: {r / 1e9:.3g}" for n, r in fp32_rates.items()),
+         per_device=True)  # the sizes differ by device
 best, bandwidth = max(fp32_rates.values()), 8 * x.numel() / t_copy  # this machine's roofs, as measured
 points = [("sin(x) + x*x", float(intensity), 3 * x.numel() / t_op)] + [
     (f"matmul n = {n}", n / 6, rate) for n, rate in fp32_rates.items()]
-plot_roofline(points, best, bandwidth, title=f"fp32 on {device.type}, measured")
-plt.show()
 check("the largest matmul is at least 5x the smallest in FLOP/s, the elementwise op under 1/10",
       (fp32_rates[SIZES[-1]] > 5 * fp32_rates[SIZES[0]], 3 * x.numel() / t_op < best / 10), (True, True))
+
+# %% caption="Measured roofline of this machine: sin(x)+x*x and square fp32 matmuls, against the best matmul and the copy bandwidth timed here." slideshow={"slide_type": "subslide"}
+plot_roofline(points, best, bandwidth, title=f"fp32 on {device.type}, measured: the roofs are the best matmul and the copy")
+plt.show()
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
 # ### Going deeper: the roofline from the spec sheet
@@ -628,7 +631,7 @@ check("TF32, fp32 on the tensor cores (TFLOP/s)", {g: p["tf32"] for g, p in peak
 # can run faster at a *worse* MFU. Measured here: `peak_flops` reads a GPU's spec sheet; on
 # a CPU it **measures** one (the best 1024³ or 512³ matmul; a faster timing raises it).
 
-# %% tags=["claim-S20"]
+# %% slideshow={"slide_type": "subslide"} tags=["claim-S20"]
 from lecture_utils.bench import peak_flops
 
 check("400 TFLOP/s on an H100: MFU against the TF32 peak, against the BF16 peak",

@@ -30,10 +30,9 @@ from lecture_utils import setup; device = setup()
 #
 # $$y = \tfrac12 (xw - 5)^2, \qquad \frac{\partial y}{\partial w} = (xw - 5)\,x.$$
 #
-# During the forward pass PyTorch records each operation in a graph; `backward()` applies
-# the chain rule through it. The gradient uses values of the forward pass, $x$ and
-# $xw - 5$, so autograd keeps them until backward has used them: **that is why activations
-# take memory**. With $x = 2$ and $w = 4$:
+# The forward pass records each operation in a graph; `backward()` applies the chain rule
+# through it. The gradient uses forward values, $x$ and $xw - 5$, so autograd keeps them
+# until backward has used them: **that is why activations take memory**. With $x = 2$, $w = 4$:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # - Ask the room: which values from the forward pass does dy/dw need?
@@ -49,8 +48,7 @@ y = 0.5 * (x * w - 5) ** 2
 y.backward()
 check("y = 0.5 * (2*4 - 5)**2", y.item(), 4.5)
 check("w.grad == (xw - 5) * x", w.grad.item(), (2.0 * 4.0 - 5) * 2.0)
-# only leaves that require grad get a .grad: not the data x, not y (computed, so not a leaf)
-check("x.grad, and whether y is a leaf", (x.grad, y.is_leaf), (None, False))
+check("no .grad for the data x, nor for y (not a leaf)", (x.grad, y.is_leaf), (None, False))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Gradients accumulate
@@ -147,17 +145,15 @@ check("data input: backward == 2 x forward - the first layer's grad_X", data.bac
       2 * data.forward - layer)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **Predict, then measure.** FLOPs are not seconds, but a matmul-heavy model's backward
-# should take about twice its forward. A larger Cruncher whose input requires grad (FLOP
-# ratio exactly 2), timed with `torch.utils.benchmark` (through `time_fn`): backward alone
-# reruns a kept graph (`retain_graph=True`), its gradients dropped before each call.
+# **Predict, then measure.** A matmul-heavy model's backward should take about twice its
+# forward. A Cruncher whose input requires grad (FLOP ratio 2), timed with `time_fn`
+# (`torch.utils.benchmark`); backward alone reruns a kept graph, its gradients dropped.
 
 # %% tags=["claim-S18", "claim-S22"]
 from lecture_utils.bench import time_fn
 
 
-def time_forward_backward(width, n_layers=4):
-    """Median seconds of forward and of backward alone (graph kept, grads dropped)."""
+def time_forward_backward(width, n_layers=4):  # median seconds of forward, and of backward alone
     model = Cruncher(width, n_layers).to(device)  # drawn on the CPU: the same numbers on every device
     x = torch.randn(width, width).to(device).requires_grad_()  # batch = width
     loss = model(x).sum()
@@ -172,7 +168,6 @@ def time_forward_backward(width, n_layers=4):
 
 T_WIDTH = 4096 if device.type == "cuda" else 512
 t_forward, t_backward = time_forward_backward(T_WIDTH)
-measured("forward, ms", t_forward * 1e3)
 measured("backward / forward, in time (the FLOPs predict 2)", t_backward / t_forward)
 assert 1 < t_backward / t_forward < 4, (t_forward, t_backward)  # about 2: a loose band for any machine
 
@@ -237,7 +232,8 @@ if device.type == "cuda":
 with torch.device("meta"):  # shapes only: counting needs no data and no memory
     t_flops = count_flops(Cruncher(T_WIDTH, 4), torch.randn(T_WIDTH, T_WIDTH, requires_grad=True))
 check("FLOP ratio backward / forward at this shape", t_flops.backward / t_flops.forward, 2.0)
-measured(f"width = batch = {T_WIDTH}; backward, ms", t_backward * 1e3, per_device=True)  # the width differs on a GPU
+measured(f"width = batch = {T_WIDTH}; forward, backward (ms)", f"{t_forward * 1e3:.3g}, {t_backward * 1e3:.3g}",
+         per_device=True)  # the width differs on a GPU
 
 # %% [markdown] tags=["deeper"]
 # Expect a time ratio near 2 but not exactly 2: the backward matmuls use transposed

@@ -36,7 +36,7 @@ from lecture_utils import setup; device = setup()
 import torch
 from torch import nn
 
-from lecture_utils import check, check_answer
+from lecture_utils import check, check_answer, measured
 
 
 class NotesLinear(nn.Module):  # the notes' Linear (§5.1)
@@ -122,7 +122,7 @@ check("...while the plain tensor is", "plain" in vars(layer), True)
 # `Parameter` object, its data swapped (this cell runs on CUDA only).
 
 # %% tags=["deeper"]
-from lecture_utils import cuda_only, measured
+from lecture_utils import cuda_only
 
 if cuda_only(device, "moving a module to the GPU with .to(device)"):
     torch.manual_seed(0)
@@ -244,8 +244,6 @@ check("...and the optimizer holds a stale object", opt.param_groups[0]["params"]
 import math
 
 import matplotlib.pyplot as plt
-
-from lecture_utils import measured
 
 WIDTH, DEPTH = 256, 50
 g = torch.Generator().manual_seed(0)

@@ -33,6 +33,7 @@ from lecture_utils import setup; device = setup()
 # - Ask the room: which of the six keep no state, which two tensors per parameter?
 
 # %%
+import matplotlib.pyplot as plt
 import torch
 
 from lecture_utils import check, check_answer
@@ -176,8 +177,6 @@ check("Adam + L2: the weight with large gradients keeps 99%", round(kept["Adam"]
 # A valley 50 times steeper across than along; its gradient is $(x, 50y)$:
 
 # %% tags=["deeper"]
-import matplotlib.pyplot as plt
-
 from lecture_utils.plots import plot_optimizer_paths
 
 CURVATURE = torch.tensor([1.0, 50.0], dtype=torch.float64)
@@ -483,9 +482,7 @@ check("fp32 AdamW, measured bytes per parameter", ledger, {"weights": 4, "gradie
 check("the 16 bytes per parameter over the parameter's own 4: the notes' 4x", sum(ledger.values()) / ledger["weights"], 4.0)
 
 # %% caption="Training state per parameter for each optimizer, measured after one step: weights, gradients, and the optimizer's state." slideshow={"slide_type": "subslide"}
-import matplotlib.pyplot as plt
-
-fig, ax = plt.subplots(figsize=(10, 3.4), layout="constrained")
+fig, ax = plt.subplots(figsize=(10, 2.6), layout="constrained")
 names = list(copies)
 ax.bar(names, [4] * len(names), label="weights (fp32)", color="C0")
 ax.bar(names, [4] * len(names), bottom=[4] * len(names), label="gradients (fp32)", color="C1")

@@ -31,6 +31,9 @@ from lecture_utils import setup; device = setup()
 # - Ask the room: why set the gradients to None instead of zeroing them?
 
 # %%
+import math
+
+import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
@@ -70,10 +73,6 @@ optimizer.zero_grad(set_to_none=True)
 check("zero_grad(set_to_none=True): every .grad is None, not zeros", {p.grad for p in model.parameters()}, {None})
 
 # %% caption="Training loss of the six-line loop over its 30 steps, from log(8192), a uniform guess." slideshow={"slide_type": "subslide"}
-import math
-
-import matplotlib.pyplot as plt
-
 fig, ax = plt.subplots(figsize=(10, 3), layout="constrained")
 ax.plot(range(1, len(losses) + 1), losses, "o-", lw=2.5)
 ax.axhline(math.log(vocab_size), color="0.4", ls=":")

@@ -181,7 +181,8 @@ def test_solutions_are_collapsed_code_and_output(pages):
         # other cells hide what Lab hides: an exercise check's code, not its verdict
         hidden_src = [c for c in cells if c.cell_type == "code" and not is_solution(c)
                       and (c.metadata.get("jupyter", {}).get("source_hidden")
-                           or "deeper" in c.metadata.get("tags", []))  # Going-deeper code: collapsed
+                           or ("deeper" in c.metadata.get("tags", [])  # Going-deeper code: collapsed,
+                               and "exercise" not in c.metadata.get("tags", [])))  # a fill-in cell: shown
                       and not c.metadata.get("jupyter", {}).get("outputs_hidden")]
         inputs = [div.select_one(".cell_input") for div in page.select("article div.cell")
                   if "tag_solution" not in div["class"]]
