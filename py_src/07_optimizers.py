@@ -33,6 +33,8 @@ from lecture_utils import setup; device = setup()
 # - Ask the room: which of the six keep no state, which two tensors per parameter?
 
 # %%
+import gc
+
 import matplotlib.pyplot as plt
 import torch
 
@@ -470,6 +472,7 @@ n, param_bytes = sum(p.numel() for p in params), sum(p.nbytes for p in params)
 copies = {}
 for cls in TWINS:
     optimizer = cls(params)
+    gc.collect()  # the previous optimizer and its state are gone before the count starts
     before = torch.cuda.memory_allocated(device) if device.type == "cuda" else None
     optimizer.step()
     copies[cls.__name__] = state_bytes(optimizer) / param_bytes
