@@ -2,6 +2,7 @@
 claims, plant a wrong value under each of its checks: every planted check must fail.
 
     python tests/plant_claims.py py_src/NN_topic.py claim-S15 claim-S17 ...
+    python tests/plant_claims.py --twice py_src/NN_topic.py   (Run All twice in one kernel)
 
 - ``check(name, got, expected, ...)``: the cell runs once, for real, with every check call
   recorded; each is then called again with a wrong expected value (a number moved, a flag
@@ -123,9 +124,12 @@ def planted_checks(calls: list[tuple], check) -> list[bool]:
     return outcomes
 
 
-def run(twin: Path, claims: set[str]) -> list[dict]:
+def run(twin: Path, claims: set[str], namespace: dict | None = None) -> list[dict]:
+    """Run every code cell of ``twin`` in ``namespace`` (a kernel's, kept between runs: pass the
+    same dict twice to run the notebook twice in one kernel), planting under ``claims``."""
+    twin = twin.resolve()  # the cells run in notebooks/, as in a kernel
     notebook = jupytext.read(twin)
-    namespace = {"__name__": "__main__"}
+    namespace = {"__name__": "__main__"} if namespace is None else namespace
     results = []
     os.chdir(twin.resolve().parents[1] / "notebooks")  # where a kernel runs the notebook
     for index, cell in enumerate(notebook.cells):
@@ -145,6 +149,12 @@ def run(twin: Path, claims: set[str]) -> list[dict]:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--twice":  # Run All twice in one kernel: the second run must not fail either
+        kernel = {"__name__": "__main__"}
+        for _ in range(2):
+            run(Path(sys.argv[2]), set(), kernel)
+        print("PLANTED []")
+        sys.exit(0)
     twin_path, *claim_tags = sys.argv[1:]
     results = run(Path(twin_path), set(claim_tags))
     sys.stdout.flush()
