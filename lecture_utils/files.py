@@ -17,7 +17,9 @@ The one home of ``os.replace``, ``fsync`` and ``flock`` in the package: checkpoi
   that the next run finishes moving in.
 - :class:`FolderLock`: an advisory lock (``fcntl.flock``) on a lock file or on a folder
   itself, released when the process ends, however it ends, so a dead owner's lock is simply
-  taken over.
+  taken over. A lock file is never followed through a symbolic link, and one that is not a
+  plain file of its own (a link, a folder, a hard link to another name) is refused: the
+  lock writes its holder's note into it, and must never empty someone else's file.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 from pathlib import Path
 
 TEMPORARY = re.compile(r"^\..+\.tmp-(\d+)$")  # .checkpoint.pt.tmp-PID: whose it is, and so whether it is stale
@@ -46,11 +49,16 @@ def fsync(path: Path) -> None:
 
 
 def replace_atomically(path: str | Path, write, mode: str = "wb") -> Path:
-    """``write(f)`` into a temporary file beside ``path``, then put it in ``path``'s place."""
+    """``write(f)`` into a temporary file beside ``path``, then put it in ``path``'s place.
+
+    The temporary file is created afresh (``x`` mode: never through a link planted under its
+    name), and ``os.replace`` swaps a link at ``path`` itself, not what it points to."""
     path = Path(path)
     tmp = temporary(path)
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()  # this process's own, left by a failed earlier attempt (or a planted link)
     try:
-        with open(tmp, mode) as f:
+        with open(tmp, mode.replace("w", "x")) as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())  # the bytes are on disk before the rename
@@ -113,21 +121,50 @@ def move_in_sealed(staging: Path, folder: Path, names: tuple[str, ...]) -> None:
                 pass
 
 
+class LockFileError(OSError):
+    """A lock file that is not a plain file of its own (a link, a folder, a hard link): refused."""
+
+
 class FolderLock:
     """``fcntl.flock`` on ``path`` (a lock file, created if missing, or a folder), without waiting.
 
     ``acquire()`` returns False when another process holds it; with ``note`` the lock file keeps
-    that text (e.g. the holder's PID) for the next one to read with ``holder()``.
+    that text (e.g. the holder's PID) for the next one to read with ``holder()``. A lock file that
+    is a symbolic link, a folder or a hard link is refused with :class:`LockFileError` (one line
+    naming it), before anything is written into it.
     """
 
-    def __init__(self, path: str | Path):
-        self.path, self.fd = Path(path), None
+    def __init__(self, path: str | Path, *, folder: bool = False):
+        self.path, self.folder, self.fd = Path(path), folder, None
+
+    def _open(self, *, create: bool) -> int:
+        if self.folder:
+            return os.open(self.path, os.O_RDONLY)
+        flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | (os.O_CREAT if create else 0)
+        try:
+            fd = os.open(self.path, flags, 0o644)
+        except OSError as err:
+            if self.path.is_symlink():  # ELOOP (Linux) or EMLINK (some BSDs): a link, never followed
+                raise LockFileError(err.errno, f"{self.path} is a symbolic link (to {os.readlink(self.path)}), "
+                                    "not a lock file: a lock is never taken through a link; remove it",
+                                    str(self.path)) from None
+            if self.path.is_dir():
+                raise LockFileError(err.errno, f"{self.path} is a folder, not a lock file; move it away",
+                                    str(self.path)) from None
+            raise
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            os.close(fd)
+            what = "not a plain file" if not stat.S_ISREG(info.st_mode) else \
+                f"a hard link ({info.st_nlink} names share its contents)"
+            raise LockFileError(0, f"{self.path} is {what}: a lock file must be a file of its own; remove it",
+                                str(self.path))
+        return fd
 
     def acquire(self, note: str = "", *, wait: bool = False) -> bool:
         import fcntl  # POSIX only: the CLIs that lock run on Linux and macOS
 
-        flags = os.O_RDONLY if self.path.is_dir() else os.O_RDWR | os.O_CREAT
-        fd = os.open(self.path, flags, 0o644)
+        fd = self._open(create=True)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
@@ -136,14 +173,35 @@ class FolderLock:
         except BaseException:
             os.close(fd)
             raise
-        if note and not self.path.is_dir():
+        if note and not self.folder:
             os.ftruncate(fd, 0)  # a lock left by a dead process is taken over here
             os.pwrite(fd, note.encode(), 0)
         self.fd = fd
         return True
 
+    def busy(self) -> str | None:
+        """Whether another process holds the lock now, without taking it and without creating
+        the lock file: its note (or "unknown") when held, None when free or absent."""
+        import fcntl
+
+        if not self.folder and not self.path.is_file():
+            return None
+        try:
+            fd = self._open(create=False)
+        except FileNotFoundError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # shared: two peeks never block each other
+        except BlockingIOError:
+            return self.holder() or "unknown"
+        finally:
+            os.close(fd)  # (closing releases the shared lock, if it was taken)
+        return None
+
     def holder(self) -> str:
         """What the holder wrote into the lock file ("" for a folder, or when unreadable)."""
+        if self.folder or self.path.is_symlink():
+            return ""
         try:
             return self.path.read_text(errors="replace").strip()
         except OSError:
@@ -160,8 +218,8 @@ class FolderLock:
 
     def release(self) -> None:
         if self.fd is not None:
-            if not self.path.is_dir():
+            if not self.folder:
                 with contextlib.suppress(OSError):
-                    os.ftruncate(self.fd, 0)
+                    os.ftruncate(self.fd, 0)  # the descriptor of the file this process created or checked
             os.close(self.fd)  # closing the descriptor releases the flock
             self.fd = None

@@ -149,7 +149,7 @@ def _recover(folder: Path, echo) -> None:
 def _exclusive(folder: Path):
     """Hold an advisory lock on ``folder`` itself (no lock file left behind; released when the
     process ends, however it ends)."""
-    lock = FolderLock(folder)
+    lock = FolderLock(folder, folder=True)
     try:
         held = lock.acquire()
     except OSError:  # a file system without file locks (some network mounts): go on unlocked

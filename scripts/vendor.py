@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lecture_utils.files import FolderLock
+from lecture_utils.files import FolderLock, LockFileError
 
 ROOT = Path(__file__).resolve().parents[1]
 VENDOR = ROOT / "build" / "vendor"
@@ -38,25 +38,33 @@ def install(dest: Path = VENDOR) -> Path:
     lock = (ROOT / "package-lock.json").read_bytes()
     done = dest / "installed-package-lock.json"  # written last: the install is complete
     dest.mkdir(parents=True, exist_ok=True)
-    with FolderLock(dest / ".lock").held():  # a build started meanwhile waits, then finds it done
-        if done.is_file() and done.read_bytes() == lock:
-            return dest / "node_modules"
-        npm = shutil.which("npm")
-        if npm is None:
-            raise VendorError("npm not found: install Node.js and npm (apt-get install npm); "
-                              "it fetches the JavaScript the pages load", status=2)
-        done.unlink(missing_ok=True)
-        shutil.copy2(ROOT / "package.json", dest)
-        shutil.copy2(ROOT / "package-lock.json", dest)
-        # --ignore-scripts: no package code runs here; --prefer-offline: npm's cache is enough.
-        run = subprocess.run([npm, "ci", "--prefix", str(dest), "--ignore-scripts", "--prefer-offline",
-                              "--no-audit", "--no-fund"], capture_output=True, text=True)
-        if run.returncode:
-            said = [line[10:] for line in run.stderr.splitlines() if line.startswith("npm error ")]
-            detail = [line for line in said if not line.startswith(("code ", "syscall ", "errno "))]
-            raise VendorError(f"npm ci failed ({'; '.join((said[:1] + detail[:1]) or [run.stderr.strip()])}); "
-                              f"the packages are not in {dest} yet: run once with the npm registry reachable")
-        done.write_bytes(lock)
+    try:
+        with FolderLock(dest / ".lock").held():  # a build started meanwhile waits, then finds it done
+            return _install(dest, lock, done)
+    except LockFileError as err:  # a link or a folder planted as the lock: never followed, never emptied
+        raise VendorError(err.strerror) from None
+
+
+def _install(dest: Path, lock: bytes, done: Path) -> Path:
+    """`npm ci` into ``dest`` unless ``done`` records this package-lock.json (under the lock)."""
+    if done.is_file() and done.read_bytes() == lock:
+        return dest / "node_modules"
+    npm = shutil.which("npm")
+    if npm is None:
+        raise VendorError("npm not found: install Node.js and npm (apt-get install npm); "
+                          "it fetches the JavaScript the pages load", status=2)
+    done.unlink(missing_ok=True)
+    shutil.copy2(ROOT / "package.json", dest)
+    shutil.copy2(ROOT / "package-lock.json", dest)
+    # --ignore-scripts: no package code runs here; --prefer-offline: npm's cache is enough.
+    run = subprocess.run([npm, "ci", "--prefix", str(dest), "--ignore-scripts", "--prefer-offline",
+                          "--no-audit", "--no-fund"], capture_output=True, text=True)
+    if run.returncode:
+        said = [line[10:] for line in run.stderr.splitlines() if line.startswith("npm error ")]
+        detail = [line for line in said if not line.startswith(("code ", "syscall ", "errno "))]
+        raise VendorError(f"npm ci failed ({'; '.join((said[:1] + detail[:1]) or [run.stderr.strip()])}); "
+                          f"the packages are not in {dest} yet: run once with the npm registry reachable")
+    done.write_bytes(lock)
     return dest / "node_modules"
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +87,32 @@ def test_held_waits_for_the_holder_to_finish(tmp_path):
     first.release()
     waiter.join(timeout=10)
     assert entered.is_set()
+
+
+# --- issue 29, item 2: a lock file never follows a link, never empties another file
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink", "folder"])
+def test_folder_lock_refuses_a_lock_file_that_is_not_its_own(tmp_path, kind):
+    victim, lock = tmp_path / "victim.txt", tmp_path / ".lock"
+    victim.write_text("a user's file")
+    {"symlink": lambda: lock.symlink_to(victim), "hardlink": lambda: os.link(victim, lock),
+     "folder": lock.mkdir}[kind]()
+    for attempt in (lambda: files.FolderLock(lock).acquire(note="123\n"), lambda: files.FolderLock(lock).held().__enter__()):
+        with pytest.raises(files.LockFileError) as err:
+            attempt()
+        assert str(lock) in err.value.strerror and "\n" not in err.value.strerror
+    assert victim.read_text() == "a user's file"
+
+
+def test_the_vendor_lock_of_make_site_never_empties_a_planted_target(tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import vendor
+
+    victim, dest = tmp_path / "victim.txt", tmp_path / "vendor"
+    victim.write_text("a user's file")
+    dest.mkdir()
+    (dest / ".lock").symlink_to(victim)
+    with pytest.raises(vendor.VendorError) as err:
+        vendor.install(dest)
+    assert str(err.value).startswith(f"{dest / '.lock'} is a symbolic link (to {victim})")
+    assert victim.read_text() == "a user's file"
