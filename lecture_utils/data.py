@@ -96,11 +96,18 @@ def get_batch_lecture(data, batch_size, seq_len, device):
 
 
 def sha256_of(path: str | Path) -> str:
-    digest = hashlib.sha256()
+    return scan_tokens(path)[0]
+
+
+def scan_tokens(path: str | Path) -> tuple[str, int]:
+    """(sha256, the largest token id) of a token file, in one pass (-1 for an empty file)."""
+    digest, largest = hashlib.sha256(), -1
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
+        for block in iter(lambda: f.read(1 << 20), b""):  # an even size: no token is split between blocks
             digest.update(block)
-    return digest.hexdigest()
+            if len(block) >= 2:
+                largest = max(largest, int(np.frombuffer(block, TOKEN_DTYPE, len(block) // 2).max()))
+    return digest.hexdigest(), largest
 
 
 def write_tokens(path: str | Path, tokens: np.ndarray, vocab_size: int, **extra) -> dict:
@@ -127,10 +134,11 @@ def write_tokens(path: str | Path, tokens: np.ndarray, vocab_size: int, **extra)
 def load_tokens(path: str | Path, *, verify: bool = True, vocab_size: int | None = None) -> np.memmap:
     """Memory-map a token file read-only, after checking it against its JSON sidecar.
 
-    Only the pages you touch are read from disk. ``verify`` also recomputes the sha256
-    (one pass over the file; switch it off for very large files). ``vocab_size``, the
-    model's vocabulary: a file whose sidecar declares a larger one is refused, since its
-    ids could index past the model's embedding table.
+    Only the pages you touch are read from disk. ``verify`` also recomputes the sha256 and
+    finds the largest token id (one pass over the file; switch it off for very large files):
+    an id at or beyond the sidecar's vocab_size is refused. ``vocab_size``, the model's
+    vocabulary: a file whose sidecar declares a larger one is refused, since its ids could
+    index past the model's embedding table.
     """
     path = Path(path)
     sidecar = path.with_suffix(".json")
@@ -139,7 +147,7 @@ def load_tokens(path: str | Path, *, verify: bool = True, vocab_size: int | None
                                 f"or set {DATA_ENV_VAR} to a folder holding tokens/")
     if not sidecar.exists():
         raise FileNotFoundError(f"{sidecar} (the sidecar describing {path.name}) does not exist")
-    meta = _read_sidecar(sidecar)
+    meta = read_sidecar(sidecar)
     if meta.get("dtype") != "uint16" or meta.get("byte_order") != "little":
         raise ValueError(f"{sidecar}: expected little-endian uint16 tokens, got {meta.get('dtype')!r}")
     if vocab_size is not None and meta["vocab_size"] > vocab_size:
@@ -150,12 +158,17 @@ def load_tokens(path: str | Path, *, verify: bool = True, vocab_size: int | None
     if path.stat().st_size != 2 * meta["n_tokens"]:
         raise ValueError(f"{path}: {path.stat().st_size} bytes, but the sidecar says "
                          f"{meta['n_tokens']} tokens ({2 * meta['n_tokens']} bytes)")
-    if verify and sha256_of(path) != meta["sha256"]:
-        raise ValueError(f"{path}: sha256 does not match its sidecar (file changed or corrupt)")
+    if verify:
+        digest, largest = scan_tokens(path)
+        if digest != meta["sha256"]:
+            raise ValueError(f"{path}: sha256 does not match its sidecar (file changed or corrupt)")
+        if largest >= meta["vocab_size"]:  # a sidecar rewritten by hand: the ids would index past the embedding
+            raise ValueError(f"{path}: holds token id {largest}, beyond the vocab_size {meta['vocab_size']} its "
+                             f"sidecar declares (every id must be below it); prepare the data again")
     return np.memmap(path, dtype=TOKEN_DTYPE, mode="r")
 
 
-def _read_sidecar(sidecar: Path) -> dict:
+def read_sidecar(sidecar: Path) -> dict:
     """The sidecar's JSON, checked to hold what :func:`load_tokens` reads (one-line errors)."""
     try:
         meta = json.loads(sidecar.read_text(encoding="utf-8"))
@@ -248,7 +261,6 @@ class Prefetcher:
         self.close()
 
 
-if __name__ == "__main__":  # python -m lecture_utils.data prepare (make data): lecture_utils/prepare.py
-    from lecture_utils.prepare import main
-
-    sys.exit(main())
+if __name__ == "__main__":  # python -m lecture_utils.data prepare (make data): lecture_utils/prepare.py,
+    # in a process of its own, so that the reading side (this module) never imports the writing side
+    os.execv(sys.executable, [sys.executable, "-m", "lecture_utils.prepare", *sys.argv[1:]])

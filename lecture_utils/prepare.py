@@ -25,12 +25,27 @@ import numpy as np
 
 from lecture_utils import validate
 from lecture_utils.console import describe
-from lecture_utils.data import DATA_ENV_VAR, EOT, data_dir, load_tokens, write_tokens
+from lecture_utils.data import (
+    DATA_ENV_VAR,
+    EOT,
+    data_dir,
+    load_tokens,
+    read_sidecar,
+    scan_tokens,
+    write_tokens,
+)
 from lecture_utils.files import FolderLock, is_sealed, move_in_sealed, seal
 
+# BPE training time grows with the square of a word's length (a run of letters, digits or
+# punctuation with nothing to split it at): 50,000 characters take 2 s, a 1 MB line many minutes.
+# The committed corpus's longest word is 226 characters.
+MAX_WORD = 10_000
+_LONG_RUN = re.compile(rf"\S{{{MAX_WORD + 1},}}|\s{{{MAX_WORD + 1},}}")
 
-def _documents(corpus_dir: Path) -> list[str]:
-    """Paragraphs (blank-line separated) of every corpus file, in a fixed order."""
+
+def _documents(corpus_dir: Path, val_every: int) -> list[str]:
+    """Paragraphs (blank-line separated) of every corpus file, in a fixed order. A corpus with too
+    few paragraphs for both splits, or with a word too long to train on, is one ValueError."""
     files = sorted(corpus_dir.glob("*.txt"))
     if not files:
         raise FileNotFoundError(f"no .txt files in {corpus_dir}; see data/README.md")
@@ -40,8 +55,30 @@ def _documents(corpus_dir: Path) -> list[str]:
             text = f.read_text(encoding="utf-8")
         except UnicodeDecodeError as err:
             raise ValueError(f"{f}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-        docs += [p.strip() for p in text.split("\n\n") if p.strip()]
+        paragraphs = [p.strip() for p in text.split("\n\n") if p.strip()]
+        for number, paragraph in enumerate(paragraphs, 1):
+            _refuse_a_long_word(f, number, paragraph)
+        docs += paragraphs
+    train = len(docs) - len(range(0, len(docs), val_every))
+    if not docs or not train:
+        raise ValueError(f"{corpus_dir} holds {len(docs)} paragraph(s) (text separated by blank lines): the val split "
+                         f"takes paragraphs 0, {val_every}, {2 * val_every}, ... and train the rest, so both need "
+                         "2 paragraphs at least; add text to it")
     return docs
+
+
+def _refuse_a_long_word(path: Path, number: int, paragraph: str) -> None:
+    """One ValueError for a word of more than MAX_WORD characters (as the tokenizer splits words)."""
+    for run in _LONG_RUN.finditer(paragraph):
+        from tokenizers import pre_tokenizers
+
+        pieces = pre_tokenizers.ByteLevel(add_prefix_space=False).pre_tokenize_str(run.group())
+        longest = max((len(piece) for piece, _ in pieces), default=0)  # in bytes (byte-level pieces)
+        if longest > MAX_WORD:
+            raise ValueError(f"{path}: paragraph {number} holds a word of {longest:,} bytes with nothing to split it "
+                             f"at (a space, a digit or punctuation): training the tokenizer on it would take minutes "
+                             f"to hours (the time grows with the square of a word's length); split it, or remove "
+                             f"it (at most {MAX_WORD:,} bytes a word)")
 
 
 def train_tokenizer(corpus_dir: Path, vocab_size: int, out: Path):
@@ -73,6 +110,9 @@ def train_tokenizer(corpus_dir: Path, vocab_size: int, out: Path):
 MIN_VOCAB = 256 + 1  # every byte, and the one special token (EOT)
 PREPARED_FILES = ("tokens/train.bin", "tokens/train.json", "tokens/val.bin", "tokens/val.json", "tokenizer.json")
 STAGING_PREFIX = ".prepare-"
+# Exactly what tempfile.mkdtemp names a staging folder: anything else (a user's .prepare-notes/) is not ours.
+STAGING = re.compile(r"\.prepare-(\d+)-[a-z0-9_]+")
+FINISHED = "finished moving in the files of an interrupted prepare"
 
 
 def prepare(folder: str | Path | None = None, vocab_size: int = 8192, val_every: int = 20, *,
@@ -92,9 +132,10 @@ def prepare(folder: str | Path | None = None, vocab_size: int = 8192, val_every:
     vocab_size = validate.integer(vocab_size, "vocab_size (256 bytes + <|endoftext|> at least; uint16 holds "
                                   "65,536 ids)", low=MIN_VOCAB, high=65536)
     val_every = validate.integer(val_every, "val_every")
-    docs = _documents(folder / "corpus")  # no corpus: fails here, before anything is written
+    echo = echo or (lambda line: None)
+    docs = _documents(folder / "corpus", val_every)  # no corpus, too little, a huge word: before anything is written
     with _exclusive(folder):
-        _recover(folder, echo or (lambda line: None))
+        _recover(folder, echo)
         staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=folder))
         try:
             result = _build(folder / "corpus", docs, staging, vocab_size, val_every)
@@ -103,7 +144,25 @@ def prepare(folder: str | Path | None = None, vocab_size: int = 8192, val_every:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         move_in_sealed(staging, folder, PREPARED_FILES)
+    _warn_if_small(result, vocab_size, echo)
     return result
+
+
+def _warn_if_small(result: dict, vocab_size: int, echo) -> None:
+    """What the trainer would refuse, or what came out smaller than asked, said once, here."""
+    from lecture_utils.models import CONFIGS
+
+    smallest = min(CONFIGS.values(), key=lambda c: c.seq_len)
+    name = next(n for n, c in CONFIGS.items() if c is smallest)
+    for split, meta in result.items():
+        if meta["n_tokens"] < smallest.seq_len + 1:
+            echo(f"warning: the {split} split holds {meta['n_tokens']:,} tokens, fewer than the {smallest.seq_len + 1} "
+                 f"that one window of the {name} model needs (seq_len {smallest.seq_len} + 1): the trainer will refuse "
+                 "it; add text to corpus/ (val takes every 20th paragraph)")
+    learned = result["train"]["vocab_size"]
+    if learned < vocab_size:
+        echo(f"warning: the tokenizer learned {learned:,} tokens, fewer than the --vocab-size {vocab_size:,} asked: "
+             f"the corpus holds no more merges to learn; the token files say vocab_size {learned:,}")
 
 
 def _build(corpus_dir: Path, docs: list[str], out: Path, vocab_size: int, val_every: int) -> dict:
@@ -120,7 +179,7 @@ def _build(corpus_dir: Path, docs: list[str], out: Path, vocab_size: int, val_ev
         ids: list[int] = []
         for enc in tok.encode_batch(texts):
             ids += enc.ids + [eot]
-        result[split] = write_tokens(out / "tokens" / f"{split}.bin", np.array(ids),
+        result[split] = write_tokens(out / "tokens" / f"{split}.bin", np.array(ids, dtype=np.int64),
                                      tok.get_vocab_size(), tokenizer="data/tokenizer.json",
                                      documents=len(texts),
                                      # the text's size, so bytes per token needs no corpus (a wheel has none)
@@ -133,16 +192,51 @@ def _build(corpus_dir: Path, docs: list[str], out: Path, vocab_size: int, val_ev
 
 def _recover(folder: Path, echo) -> None:
     """Staging folders left by a ``prepare`` that died (we hold the folder's lock, so no live
-    one owns them): finish one that was moving its files in, remove the others."""
+    one owns them): finish one that was moving its files in, once its files are checked against
+    their sidecars, and remove the others. Only real folders named as ``prepare`` names its own
+    are touched: a link, or a user's ``.prepare-notes/``, is left as it is."""
     for staging in sorted(folder.glob(STAGING_PREFIX + "*")):
-        if not staging.is_dir():
+        if not STAGING.fullmatch(staging.name) or staging.is_symlink() or not staging.is_dir():
             continue
-        if is_sealed(staging):
-            move_in_sealed(staging, folder, PREPARED_FILES)
-            echo(f"finished moving in the files of an interrupted prepare ({staging.name})")
-        else:
+        if not is_sealed(staging):
             shutil.rmtree(staging)
             echo(f"removed {staging.name}, left by an interrupted prepare; the files in {folder} were untouched")
+            continue
+        problem = _unverified(staging, folder)
+        if problem:
+            echo(f"left {staging.name} as it is: {problem}, so it is not moved in; remove it if it is not a "
+                 f"prepare's (the files in {folder} were untouched)")
+            continue
+        move_in_sealed(staging, folder, PREPARED_FILES)
+        echo(f"{FINISHED} ({staging.name})")
+
+
+def _unverified(staging: Path, folder: Path) -> str | None:
+    """Why a sealed staging folder's files may not be moved in (None: they may). Each name is
+    taken from the staging folder or, where an interrupted move took it in already, from
+    ``folder``; each must be a plain file, and each token file must match its sidecar."""
+    from tokenizers import Tokenizer
+
+    place = {name: staging / name if (staging / name).exists() or (staging / name).is_symlink() else folder / name
+             for name in PREPARED_FILES}
+    for path in place.values():
+        if path.is_symlink() or not path.is_file() or (staging / "tokens").is_symlink():
+            return f"{path} is not a plain file"
+    vocab = set()
+    for split in ("train", "val"):
+        try:
+            meta = read_sidecar(place[f"tokens/{split}.json"])
+            digest, largest = scan_tokens(place[f"tokens/{split}.bin"])
+        except (OSError, ValueError) as err:
+            return f"its {split} token files cannot be read ({err})"
+        if digest != meta["sha256"] or largest >= meta["vocab_size"]:
+            return f"its {split} token file does not match its sidecar"
+        vocab.add(meta["vocab_size"])
+    try:
+        learned = Tokenizer.from_file(str(place["tokenizer.json"])).get_vocab_size()
+    except Exception:  # tokenizers raises its own Exception for a file it cannot parse
+        return "its tokenizer.json does not load"
+    return None if vocab == {learned} else "its tokenizer and token files disagree on the vocabulary"
 
 
 @contextlib.contextmanager
@@ -155,7 +249,7 @@ def _exclusive(folder: Path):
     except OSError:  # a file system without file locks (some network mounts): go on unlocked
         held = True
     if not held:
-        pids = sorted({d.name[len(STAGING_PREFIX):].split("-")[0] for d in folder.glob(STAGING_PREFIX + "*")})
+        pids = sorted({m[1] for d in folder.glob(STAGING_PREFIX + "*") if (m := STAGING.fullmatch(d.name))})
         holder = f" (PID {', '.join(pids)})" if pids else ""
         raise OSError(f"another `prepare`{holder} is writing in {folder}; wait for it to finish")
     try:
@@ -174,15 +268,26 @@ def main(argv: list[str] | None = None) -> int:
                       help=f"folder with corpus/ (default: ${DATA_ENV_VAR}, else the package's data: "
                            f"{data_dir()})")
     args = parser.parse_args(argv)
+    said: list[str] = []
+
+    def echo(line: str) -> None:
+        said.append(line)
+        print(line, file=sys.stderr)
+
+    def kept() -> str:  # true either way: an interrupted prepare finished first, or nothing was moved in
+        if any(line.startswith(FINISHED) for line in said):
+            return "(the files are the interrupted prepare's, moved in first; this one replaced nothing)"
+        return "(the existing files are unchanged)"
+
     try:
-        result = prepare(args.data_dir, args.vocab_size, echo=lambda line: print(line, file=sys.stderr))
+        result = prepare(args.data_dir, args.vocab_size, echo=echo)
     except (TypeError, ValueError) as err:
         parser.exit(2, f"{parser.prog}: error: {err}\n")
     except KeyboardInterrupt:
-        parser.exit(130, f"{parser.prog}: interrupted (the existing files are unchanged)\n")
+        parser.exit(130, f"{parser.prog}: interrupted {kept()}\n")
     except OSError as err:  # no corpus; disk full, read-only, another prepare: nothing replaced
         what = f"{describe(err)}: {err.filename}" if err.strerror and err.filename else str(err)
-        parser.exit(2, f"{parser.prog}: error: {what} (the existing files are unchanged)\n")
+        parser.exit(2, f"{parser.prog}: error: {what} {kept()}\n")
     for split, meta in result.items():
         print(f"{split}: {meta['n_tokens']:,} tokens, vocab {meta['vocab_size']}, sha256 {meta['sha256']}")
     return 0

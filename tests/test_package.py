@@ -30,11 +30,12 @@ def module_name(path: Path) -> str:
 
 
 def imports(path: Path) -> set[str]:
-    """The lecture_utils modules ``path`` imports, at the top or inside a function (not under
-    ``if __name__ == "__main__":``, which runs as ``__main__``, a module of its own)."""
+    """The lecture_utils modules ``path`` imports, at the top, inside a function, or under
+    ``if __name__ == "__main__":``: run as ``python -m``, such a block's import of a module that
+    imports this one back runs this module a second time (issue 29, item 27: data.py's
+    ``python -m lecture_utils.data prepare`` imported prepare.py, which imports data.py)."""
     found = set()
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    tree.body = [n for n in tree.body if not (isinstance(n, ast.If) and "__main__" in ast.unparse(n.test))]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("lecture_utils")}
@@ -81,6 +82,21 @@ def test_the_package_has_no_import_circle():
     # planted: the flops <-> widgets circle this issue found
     planted = {**graph, "lecture_utils.flops": graph["lecture_utils.flops"] | {"lecture_utils.widgets"}}
     assert circle(planted) == ["lecture_utils.flops", "lecture_utils.widgets", "lecture_utils.flops"]
+
+
+def test_the_reading_side_of_the_data_never_imports_the_writing_side(tmp_path):
+    """The trainer reads tokens through data.py; prepare.py writes them and imports data.py, never
+    the reverse, not even for ``python -m lecture_utils.data prepare`` (issue 29, item 27)."""
+    graph = import_graph({module_name(p): imports(p) for p in MODULES})
+    assert "lecture_utils.data" in graph["lecture_utils.prepare"]
+    assert "lecture_utils.prepare" not in graph["lecture_utils.data"]
+    # planted: the __main__ block that made the circle is seen as an import
+    old = tmp_path / "data.py"
+    old.write_text('import sys\n\nif __name__ == "__main__":\n    from lecture_utils.prepare import main\n\n'
+                   '    sys.exit(main())\n')
+    assert imports(old) == {"lecture_utils.prepare"}
+    planted = {**graph, "lecture_utils.data": graph["lecture_utils.data"] | imports(old)}
+    assert circle(planted) == ["lecture_utils.data", "lecture_utils.prepare", "lecture_utils.data"]
 
 
 def top_level_names(path: Path) -> set[str]:
