@@ -76,7 +76,7 @@ def closed_pipe(err: OSError | None) -> bool:
 
 @contextlib.contextmanager
 def leave_on_signals(prog: str):
-    """While a command line starts (torch loading), SIGINT and SIGTERM end it at once with one line.
+    """While a command line starts (torch loading), SIGINT, SIGTERM and SIGHUP end it at once with one line.
 
     Nothing has been written yet, and a KeyboardInterrupt raised inside an import can leave a
     half-built module behind it (numpy's, say) and a traceback from whatever trips over it next.
@@ -87,7 +87,8 @@ def leave_on_signals(prog: str):
               file=sys.stderr, flush=True)
         os._exit(128 + signum)
 
-    handlers = {s: signal.signal(s, leave) for s in (signal.SIGINT, signal.SIGTERM)}
+    stops = [getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)]  # no SIGHUP on Windows
+    handlers = {s: signal.signal(s, leave) for s in stops}
     try:
         yield
     finally:

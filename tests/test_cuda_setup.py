@@ -30,6 +30,13 @@ def two_gpus(monkeypatch):
     return calls
 
 
+def as_torchrun(monkeypatch, local_rank: str = "0") -> None:
+    """What torchrun sets in each process it starts (a WORLD_SIZE alone is a shell's leftover)."""
+    for name, value in {"WORLD_SIZE": "2", "RANK": local_rank, "LOCAL_RANK": local_rank, "TORCHELASTIC_RUN_ID": "t",
+                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}.items():
+        monkeypatch.setenv(name, value)
+
+
 @pytest.fixture
 def process_group(monkeypatch):
     """torchrun's process group, recorded instead of started: (backend, device_id) per call."""
@@ -71,8 +78,7 @@ def test_a_single_process_sets_the_indexed_device_and_starts_no_group(two_gpus, 
 
 
 def test_under_torchrun_the_device_is_set_before_nccl_starts_bound_to_it(two_gpus, process_group, monkeypatch):
-    monkeypatch.setenv("WORLD_SIZE", "2")
-    monkeypatch.setenv("LOCAL_RANK", "1")
+    as_torchrun(monkeypatch, local_rank="1")
     order = []
     monkeypatch.setattr(torch._C, "_cuda_setDevice", lambda i: order.append(("set_device", i)), raising=False)
     monkeypatch.setattr(dist, "init_process_group",
@@ -83,7 +89,7 @@ def test_under_torchrun_the_device_is_set_before_nccl_starts_bound_to_it(two_gpu
 
 
 def test_torchrun_on_cpus_uses_gloo_without_a_device(monkeypatch, process_group):
-    monkeypatch.setenv("WORLD_SIZE", "2")
+    as_torchrun(monkeypatch)
     monkeypatch.setenv("LECTURE_DEVICE", "cpu")
     assert start_process().device == torch.device("cpu")
     assert process_group == [("gloo", None)]

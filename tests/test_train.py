@@ -147,8 +147,17 @@ def test_cosine_lr_matches_torch_lambda_lr_schedule():
         sched.step()
 
 
-# The schedule's arguments are checked at the edge, TrainConfig (and so the CLI).
-@pytest.mark.parametrize("kw", [{"warmup": 200, "steps": 100}, {"warmup": -1}, {"lr": -1.0}, {"lr": 0.0},
+# The schedule's arguments are checked at the edge, TrainConfig (and so the CLI); a warm-up longer
+# than the run, which only a resumed run may keep (its own), when the run is resolved.
+def test_a_warmup_longer_than_a_new_run_is_refused_when_resolved():
+    from lecture_utils.train.resolve import _warmup
+
+    with pytest.raises(ValueError, match=r"^warmup must be in \[0, 100\], got 200$"):
+        _warmup(train.TrainConfig(warmup=200, steps=100), None)
+    assert _warmup(train.TrainConfig(warmup=200, steps=100), {"resolved": {"warmup": 200}}) == 200
+
+
+@pytest.mark.parametrize("kw", [{"warmup": -1}, {"lr": -1.0}, {"lr": 0.0},
                                 {"min_lr": 2.0, "lr": 1.0}, {"min_lr": -0.1}, {"steps": 1.5}, {"steps": True},
                                 {"clip": 0}, {"clip": -1.0}, {"clip": "1"}, {"weight_decay": -0.1},
                                 {"lr": float("nan")}])
@@ -378,7 +387,7 @@ def test_out_of_memory_halves_the_micro_batch(tmp_path, monkeypatch):
 
 def test_trainer_config_validation(tmp_path):
     for bad in ({"steps": 0}, {"batch_size": 6, "accum": 4}, {"precision": "fp8"}, {"config": "huge"},
-                {"warmup": 500}, {"lr": -1.0}, {"optimizer": "lion"}):
+                {"warmup": -1}, {"lr": -1.0}, {"optimizer": "lion"}):
         with pytest.raises(ValueError):
             train.TrainConfig(**bad)
     cfg = train.TrainConfig()

@@ -4,12 +4,13 @@ the gradient scaler, the token data and the batches the loop draws."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from lecture_utils.console import describe
-from lecture_utils.data import data_dir, load_tokens, sample_windows
+from lecture_utils.data import data_dir, load_tokens, read_sidecar, sample_windows
 from lecture_utils.models import GPT
 from lecture_utils.optim import AdamW
 from lecture_utils.train.config import TrainConfig
@@ -60,16 +61,48 @@ def build(plan: Plan, cfg: TrainConfig, *, train_data=None, val_data=None) -> Pa
     else:
         optimizer = opt_cls(raw.parameters(), **kw)
     vocab = plan.model_cfg.vocab_size
-    train = train_data if train_data is not None else tokens("train", vocab)
+    train = long_enough(train_data if train_data is not None else tokens("train", vocab), plan.seq_len, "train")
     val = val_data if val_data is not None else tokens("val", vocab)
+    if cfg.val_every:  # validation draws windows too; with --val-every 0 it never does
+        long_enough(val, plan.seq_len, "val")
     return Parts(raw, model, Autocast(model, plan), optimizer,
                  torch.amp.GradScaler(device.type, enabled=plan.precision == "fp16"),
                  Batches(plan, cfg, ddp, train, val))
 
 
+def token_file(split: str) -> Path:
+    return data_dir() / "tokens" / f"{split}.bin"  # read now, so that a LECTURE_DATA set after import counts
+
+
+def data_digests(train_data=None, val_data=None) -> dict[str, str | None]:
+    """What identifies the token data a run trains on (its sidecars' sha256, which ``load_tokens``
+    checks against the files), for the checkpoint; None for data given as arrays, or unreadable
+    (``tokens`` then says why)."""
+    digests = {}
+    for split, given in (("train", train_data), ("val", val_data)):
+        digest = None
+        if given is None:
+            try:
+                digest = read_sidecar(token_file(split).with_suffix(".json"))["sha256"]
+            except (OSError, ValueError):
+                pass
+        digests[f"{split}_tokens"] = digest
+    return digests
+
+
+def long_enough(data, seq_len: int, split: str):
+    """``data``, if one window of ``seq_len`` + 1 tokens fits in it; else one line naming it (ValueError)."""
+    if len(data) < seq_len + 1:
+        where = f"{data.filename} " if isinstance(data, np.memmap) and data.filename else ""
+        raise ValueError(f"the {split} tokens {where}hold {len(data):,}, fewer than the {seq_len + 1:,} that one "
+                         f"window of --seq-len {seq_len} needs (seq_len + 1: the targets are the inputs shifted by "
+                         "one): prepare it from more text, or lower --seq-len")
+    return data
+
+
 def tokens(split: str, vocab_size: int) -> np.memmap:
     """The split's token file, checked against the model's vocabulary; errors name the file."""
-    path = data_dir() / "tokens" / f"{split}.bin"  # read now, so that a LECTURE_DATA set after import counts
+    path = token_file(split)
     try:
         return load_tokens(path, vocab_size=vocab_size)  # a larger vocabulary: refused
     except OSError as err:  # missing (its message says what to run), unreadable: names the file

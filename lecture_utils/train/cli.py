@@ -8,7 +8,8 @@
 Exit codes: 0 done; 2 a usage error (bad value, --out held by another trainer or holding a run
 without --resume/--overwrite, a corrupt checkpoint, a resume with another config); 1 a fault
 while writing (disk full, no permission: the last checkpoint is intact); 130/143 stopped by
-SIGINT/SIGTERM after saving a checkpoint at the current step (resume it with --resume).
+SIGINT/SIGTERM and 129 SIGHUP (a closed terminal), after saving a checkpoint at the current step
+(resume it with --resume).
 ``plot`` is recognised as the first argument only, so the training command line is unchanged.
 """
 
@@ -29,7 +30,7 @@ import torch.distributed as dist
 from lecture_utils.console import describe, guarded_output
 from lecture_utils.train.config import TrainConfig
 from lecture_utils.train.resolve import launched_by_torchrun
-from lecture_utils.train.run import CHECKPOINT, CURVES, LOG, RunError, read_log
+from lecture_utils.train.run import CHECKPOINT, CURVES, LOG, RunError, odd_file, read_log
 from lecture_utils.train.trainer import Trainer
 
 _PLOTTED = ("step", "loss", "lr", "tokens_per_s")  # what every record must hold to be drawn
@@ -84,6 +85,9 @@ def plot(argv: list[str]) -> int:
     log = out / LOG
     if not out.is_dir():
         parser.error(f"{out} is not a folder (pass a run's --out)")
+    odd = odd_file(log, "log") or odd_file(out / CURVES, "figure")  # a folder, or a link the figure would replace
+    if odd:
+        parser.error(odd)
     if not log.is_file():
         parser.error(f"{log} does not exist: no run has logged a step in {out}")
     try:
@@ -115,7 +119,11 @@ def plot(argv: list[str]) -> int:
 
 
 class _Stopped(Exception):
-    """SIGTERM before training started (SIGINT raises KeyboardInterrupt): nothing to save yet."""
+    """SIGTERM or SIGHUP before training started (SIGINT raises KeyboardInterrupt): nothing to save yet."""
+
+
+# SIGHUP: the terminal closed or the ssh connection dropped; the same as SIGTERM (not on Windows).
+BEFORE_TRAINING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 def _stop_before_training(signum, frame):
@@ -130,8 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.resume and args.overwrite:
         parser.error("--resume continues the run in --out, --overwrite moves it aside: pass one of them")
-    torchrun = launched_by_torchrun()
-    quiet = int(os.environ.get("RANK", "0") or 0) != 0  # under torchrun rank 0 says it, once for all
+    try:
+        torchrun = launched_by_torchrun()  # WORLD_SIZE/RANK: garbage, or set without torchrun, is one line
+    except ValueError as err:
+        parser.error(str(err))
+    quiet = torchrun and int(os.environ["RANK"]) != 0  # under torchrun rank 0 says it, once for all
 
     def fail(code: int, message) -> NoReturn:
         if torchrun:  # torchrun sends SIGTERM to the ranks still running once one exits: leave with `code`
@@ -142,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # A closed or full stdout/stderr (| head, > /dev/full) stops the printing, never the training.
     with guarded_output():
-        previous = signal.signal(signal.SIGTERM, _stop_before_training)
+        previous = {s: signal.signal(s, _stop_before_training) for s in BEFORE_TRAINING}
         try:
             return _train(args, fail)
         except (KeyboardInterrupt, _Stopped) as stop:
@@ -150,8 +161,9 @@ def main(argv: list[str] | None = None) -> int:
             fail(128 + signum, f"stopped by {signal.Signals(signum).name} before the first step: no step "
                                       "was trained, no checkpoint written")
         finally:
-            if signal.getsignal(signal.SIGTERM) is _stop_before_training:
-                signal.signal(signal.SIGTERM, previous)
+            for s, handler in previous.items():
+                if signal.getsignal(s) is _stop_before_training:
+                    signal.signal(s, handler)
             if dist.is_available() and dist.is_initialized():
                 dist.destroy_process_group()
 
@@ -186,7 +198,7 @@ def _train(args, fail) -> int:
         last = records[-1]
         trainer.say(f"step {last['step']}: loss {last['loss']:.4f}"
                     + (f", val {last['val_loss']:.4f}" if "val_loss" in last else "")
-                    + f"; checkpoint {args.out / CHECKPOINT}")
+                    + f"; checkpoint {trainer.out / CHECKPOINT}")
     return 0
 
 

@@ -63,8 +63,8 @@ class TrainConfig:
         for name in ("val_every", "ckpt_every"):
             put(name, validate.integer(getattr(self, name), name, low=0))
         put("seed", validate.integer(self.seed, "seed", low=0, high=2**32 - 1))  # numpy's seed range
-        if self.warmup is not None:
-            put("warmup", validate.integer(self.warmup, "warmup", low=0, high=self.steps))
+        if self.warmup is not None:  # at most --steps for a new run: resolve.py checks it, knowing a resumed run's own
+            put("warmup", validate.integer(self.warmup, "warmup", low=0))
         if self.seq_len is not None:
             put("seq_len", validate.integer(self.seq_len, "seq_len", low=2))
         if self.batch_size % self.accum:

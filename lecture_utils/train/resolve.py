@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import json
 import os
 from dataclasses import dataclass
@@ -44,23 +45,67 @@ class Process:
         return self.world > 1
 
 
+# What torchrun (torch.distributed.run) sets in each process it starts, besides WORLD_SIZE and RANK:
+# a WORLD_SIZE left in a shell by an earlier job, without these, is not a launch.
+TORCHRUN_VARIABLES = ("LOCAL_RANK", "TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT")
+# How long joining the other processes, and then any one collective, may wait: long enough for a
+# checkpoint save on rank 0 while the others wait, short enough that a rank that never came is
+# reported instead of waited for (torch's defaults: 10 minutes with NCCL, 30 with gloo).
+RENDEZVOUS_TIMEOUT = datetime.timedelta(minutes=5)
+
+
+def _env_int(name: str, default: int, low: int) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < low:
+        raise ValueError(f"the environment variable {name}={text!r} is not a whole number >= {low}; torchrun "
+                         f"sets it for the processes it starts: unset it (unset {name}) to train in one process")
+    return value
+
+
 def launched_by_torchrun() -> bool:
-    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+    """True under torchrun with more than one process. A WORLD_SIZE above 1 without torchrun's own
+    variables (a shell's leftover), or a WORLD_SIZE or RANK that is not a number, is one ValueError."""
+    world = _env_int("WORLD_SIZE", 1, low=1)
+    rank = _env_int("RANK", 0, low=0)
+    if world == 1:
+        return False
+    missing = [name for name in TORCHRUN_VARIABLES if not os.environ.get(name)]
+    if missing:
+        raise ValueError(f"WORLD_SIZE={world} is set, but not by torchrun (no {', '.join(missing)}): launch "
+                         "with torchrun --nproc_per_node=N -m lecture_utils.train ..., or unset WORLD_SIZE and "
+                         "RANK to train in one process")
+    if rank >= world:
+        raise ValueError(f"RANK={rank} is not below WORLD_SIZE={world}; launch with torchrun, which sets both")
+    return True
 
 
 def start_process(device: str | None = None) -> Process:
     """Pick the device (``None``: ``$LECTURE_DEVICE``, else cuda, mps, cpu), make it current, and
-    join torchrun's process group when launched by it (NCCL on CUDA, gloo elsewhere)."""
+    join torchrun's process group when launched by it (NCCL on CUDA, gloo elsewhere), waiting at
+    most ``RENDEZVOUS_TIMEOUT`` for the others (then one ValueError)."""
+    torchrun = launched_by_torchrun()  # a stray or garbled environment: refused before the device is touched
     chosen = get_device(device)
     if chosen.type == "cuda":
         torch.cuda.set_device(chosen)  # needs an index: get_device always gives one
-    if not launched_by_torchrun():
+    if not torchrun:
         return Process(chosen)
     if not dist.is_initialized():
-        if chosen.type == "cuda":
-            dist.init_process_group("nccl", device_id=chosen)
-        else:
-            dist.init_process_group("gloo")
+        try:
+            if chosen.type == "cuda":
+                dist.init_process_group("nccl", device_id=chosen, timeout=RENDEZVOUS_TIMEOUT)
+            else:
+                dist.init_process_group("gloo", timeout=RENDEZVOUS_TIMEOUT)
+        except (RuntimeError, ValueError) as err:  # DistStoreError and friends: a rank that never joined
+            first = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
+            raise ValueError(f"could not join the other {int(os.environ['WORLD_SIZE']) - 1} process(es) at "
+                             f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']} within "
+                             f"{RENDEZVOUS_TIMEOUT.total_seconds():.0f} s ({first})") from None
     return Process(chosen, dist.get_rank(), dist.get_world_size())
 
 
@@ -76,6 +121,7 @@ class Plan:
     optimizer: str  # "lecture" (lecture_utils.optim.AdamW) or "fused" (torch's, CUDA only)
     warmup: int
     flops_per_step: int  # 3 x the exact forward count x the global batch
+    data: dict = dataclasses.field(default_factory=dict)  # {"train_tokens": sha256, "val_tokens": ...} or None
 
     @property
     def device(self) -> torch.device:
@@ -90,12 +136,14 @@ class Plan:
     def resolved(self) -> dict:
         """What the checkpoint records of these choices (--resume compares them)."""
         return {"seq_len": self.seq_len, "precision": self.precision, "optimizer": self.optimizer,
-                "warmup": self.warmup}
+                "warmup": self.warmup, **self.data}
 
 
-def resolve(cfg: TrainConfig, *, model_overrides: dict | None = None, saved: dict | None = None) -> Plan:
-    """The Plan for ``cfg`` in this process. ``saved``: the checkpoint's ``extra`` when resuming
-    (a warm-up left to its default keeps the run's own, not min(20, the new --steps))."""
+def resolve(cfg: TrainConfig, *, model_overrides: dict | None = None, saved: dict | None = None,
+            data: dict | None = None) -> Plan:
+    """The Plan for ``cfg`` in this process. ``saved``: the checkpoint when resuming (a warm-up left
+    to its default keeps the run's own, not min(20, the new --steps)). ``data``: the token files'
+    sha256 (build.data_digests), recorded in the checkpoint and compared on resume."""
     if cfg.zero1 and not launched_by_torchrun():
         raise ValueError("--zero1 shards optimizer state across processes: launch with torchrun")
     process = start_process(cfg.device)
@@ -116,15 +164,27 @@ def resolve(cfg: TrainConfig, *, model_overrides: dict | None = None, saved: dic
                accum=cfg.accum)  # before anything is allocated
     return Plan(process, model_cfg, seq_len, micro,
                 precision=cfg.precision or ("bf16" if process.device.type == "cuda" else "fp32"),
-                optimizer=optimizer, warmup=_warmup(cfg, saved),
-                flops_per_step=3 * transformer_flops(**model_cfg.flops_kwargs(seq_len)) * cfg.batch_size)
+                optimizer=optimizer, warmup=_warmup(cfg, (saved or {}).get("extra")),
+                flops_per_step=3 * transformer_flops(**model_cfg.flops_kwargs(seq_len)) * cfg.batch_size,
+                data=dict(data or {}))
 
 
 def _warmup(cfg: TrainConfig, saved: dict | None) -> int:
+    """--warmup if given; a resumed run's own warm-up (kept even above a shorter --steps: the run then
+    stops inside it, on the schedule it started with); else min(20, --steps). A warm-up longer than
+    --steps is refused for a new run, and on resume unless it is the run's own."""
+    saved = saved if isinstance(saved, dict) else {}
+    resolved, trained = (saved.get(k) if isinstance(saved.get(k), dict) else {} for k in ("resolved", "train"))
+    before = resolved.get("warmup", trained.get("warmup"))
+    before = before if isinstance(before, int) and not isinstance(before, bool) else None
     if cfg.warmup is not None:
+        if cfg.warmup > cfg.steps and cfg.warmup != before:
+            raise ValueError(f"warmup must be in [0, {cfg.steps}], got {cfg.warmup}"
+                             + (f" (this run's own warm-up is {before})" if before is not None else ""))
         return cfg.warmup
-    before = ((saved or {}).get("resolved") or {}).get("warmup", ((saved or {}).get("train") or {}).get("warmup"))
-    return min(before if isinstance(before, int) else DEFAULT_WARMUP, cfg.steps)
+    if before is not None:
+        return before
+    return min(DEFAULT_WARMUP, cfg.steps)
 
 
 def settings_change(payload: dict, cfg: TrainConfig, plan: Plan, path: Path) -> dict:
@@ -156,12 +216,22 @@ def check_settings(payload: dict, cfg: TrainConfig, plan: Plan, path: Path, allo
     changed = settings_change(payload, cfg, plan, path)
     if not changed:
         return None
-    text = ", ".join(f"{k.replace('_', '-')} {a} -> {b}" for k, (a, b) in changed.items())
+    text = ", ".join(f"{k.replace('_', '-')} {_shown(a)} -> {_shown(b)}" for k, (a, b) in changed.items())
+    data = [k for k in changed if k.endswith("_tokens")]
     if not allow:
-        raise ValueError(f"--resume with settings that differ from {path}'s run ({text}): rerun with the "
-                         "run's own values, or pass --allow-config-change to continue with the new ones")
+        own = ("the run's own values" + (" and token data (the sha256 of its sidecars; LECTURE_DATA names "
+                                         "the data folder)" if data else ""))
+        raise ValueError(f"--resume with settings that differ from {path}'s run ({text}): rerun with {own}, "
+                         "or pass --allow-config-change to continue with the new ones")
     say(f"warning: resuming with changed settings: {text} (recorded in log.jsonl)")
     return changed
+
+
+def _shown(value) -> str:
+    """A setting as the refusal shows it: a sha256 by its first 12 digits, anything else as it is."""
+    if isinstance(value, str) and len(value) == 64:
+        return f"sha256 {value[:12]}..."
+    return str(value)
 
 
 def resolve_peak(plan: Plan) -> tuple[float, str]:

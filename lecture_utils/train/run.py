@@ -6,6 +6,9 @@ files of dead processes removed at start, an existing run refused unless ``--res
 moved aside with ``--overwrite``, never deleted), an append-only log that tolerates a torn
 last line, and checkpoint saves whose failures (full disk, no permission) are one line and
 leave the previous checkpoint intact (the checksum it stores is ``checkpoint.payload_digest``).
+A run writes only inside ``--out``: a run file that is a symbolic link or a folder is refused
+before anything is written, and ``--out`` may not be (or sit inside) the package, the data
+folder or a source folder of the checkout.
 """
 
 from __future__ import annotations
@@ -27,7 +30,11 @@ SUMMARY = "summary.json"
 CURVES = "curves.png"
 LOCK = ".lock"
 RUN_FILES = (CHECKPOINT, LOG, SUMMARY, CURVES, LOCK)
+_WHAT = {CHECKPOINT: "checkpoint", LOG: "log", SUMMARY: "summary", CURVES: "figure", LOCK: "lock file"}
 _PREVIOUS = re.compile(r"previous-\d+")
+# The checkout's own folders: a run inside one would mix its files with the sources (or ship them).
+SOURCE_FOLDERS = (".git", ".github", ".ci", ".venv", "benchmarks", "data", "docs", "jupyter", "lecture_utils",
+                  "notebooks", "py_src", "scripts", "tests")
 
 
 class RunError(RuntimeError):
@@ -89,12 +96,39 @@ def _checkout() -> Path | None:
     return root if (root / "pyproject.toml").is_file() and (root / "lecture_utils").is_dir() else None
 
 
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _holds_sources(path: Path, checkout: Path | None) -> str | None:
+    """What ``path`` (resolved) sits inside that is not a run's place, in words; None if nothing."""
+    from lecture_utils.data import data_dir
+
+    package = Path(__file__).resolve().parents[1]
+    if _within(path, package):
+        return f"inside the package ({package})"
+    data = data_dir().resolve()
+    if _within(path, data):
+        return f"inside the data folder ({data})"
+    if checkout is not None and checkout in path.parents:
+        top = path.relative_to(checkout).parts[0]
+        if top in SOURCE_FOLDERS:
+            return f"inside the checkout's {top}/ folder"
+    return None
+
+
 def check_out(out: str | Path) -> Path:
     """``--out`` must name a folder of the run's own: not empty, not the current directory, the
-    filesystem root, the home directory or a folder that holds the checkout (one line, ValueError)."""
+    filesystem root, the home directory, a folder that holds the checkout, the package, the data
+    folder or a source folder of the checkout, nor a link to a folder that does not exist (one
+    line, ValueError). ``~`` is expanded: the folder returned is the one every message names."""
     if not str(out).strip():
         raise ValueError("--out is empty: name a folder for the run, e.g. --out runs/tiny")
-    path = Path(out).expanduser().resolve()
+    given = Path(out).expanduser()  # '~/x' (quoted, so the shell left it): the home's x, never a folder named ~
+    if given.is_symlink() and not given.exists():
+        raise ValueError(f"--out {out} is a symbolic link to {os.readlink(given)}, which does not exist: "
+                         "create that folder, or use another --out")
+    path = given.resolve()
     named = {Path.cwd().resolve(): "the current directory", Path(path.anchor): "the filesystem root",
              Path.home().resolve(): "the home directory"}
     what = named.get(path)
@@ -103,7 +137,28 @@ def check_out(out: str | Path) -> Path:
         what = f"a folder that holds the checkout ({checkout})"
     if what:
         raise ValueError(f"--out {out} is {what}: a run needs a folder of its own, e.g. --out runs/tiny")
-    return Path(out)
+    inside = _holds_sources(path, checkout)
+    if inside:
+        raise ValueError(f"--out {out} is {inside}: a run's files would mix with what is there; use a "
+                         "folder of its own, e.g. --out runs/tiny")
+    return given
+
+
+def _no_follow(path, flags: int) -> int:
+    """``open``'s opener: never through a symbolic link put in the file's place."""
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o644)
+
+
+def odd_file(path: Path, what: str) -> str | None:
+    """Why ``path`` cannot be a run's ``what`` (a log, a checkpoint...): a symbolic link, which a
+    run never writes through, or something that is not a plain file; None if it is fine or absent."""
+    if path.is_symlink():
+        return (f"{path} is a symbolic link (to {os.readlink(path)}), not the run's {what}: a run writes "
+                "only files of its own in --out, never through a link; remove the link, or use another --out")
+    if path.exists() and not path.is_file():
+        kind = "a folder" if path.is_dir() else "not a plain file"
+        return f"{path} is {kind}, not the run's {what}: move it away, or use another --out"
+    return None
 
 
 class RunFolder:
@@ -124,6 +179,20 @@ class RunFolder:
             holder, self._lock = self._lock.holder() or "unknown", None
             raise ValueError(f"--out {self.out} is in use by another trainer (PID {holder}, lock "
                              f"{self.out / LOCK}); wait for it to finish or use another --out")
+
+    def refuse_busy(self) -> None:
+        """Before anything of the folder is read: one line naming the live trainer that holds it."""
+        holder = FolderLock(self.out / LOCK).busy() if self.out.is_dir() else None
+        if holder is not None and holder != str(os.getpid()):  # (this process's own Trainer: not another)
+            raise ValueError(f"--out {self.out} is in use by another trainer (PID {holder}, lock "
+                             f"{self.out / LOCK}); wait for it to finish or use another --out")
+
+    def refuse_odd(self) -> None:
+        """A run file that is a link or a folder: refused before anything is read or written."""
+        for name in RUN_FILES:
+            problem = odd_file(self.out / name, _WHAT[name])
+            if problem:
+                raise ValueError(problem)
 
     def release(self) -> None:
         if self._lock is not None:
@@ -203,9 +272,11 @@ class RunFolder:
         --overwrite, refused without --resume) and a fresh log. Returns what refused it, if anything
         (under torchrun every rank must hear of it before anyone raises)."""
         try:
+            self.refuse_odd()  # a planted link or a folder where a run file goes: nothing is touched
             if overwrite:
                 self.refuse_foreign()  # before the lock: a folder holding anything else stays as it is
             self.acquire()
+            self.refuse_odd()  # again, under the lock
             self.clean_stale_temporaries()
             if resume:
                 return None
@@ -242,9 +313,9 @@ class RunFolder:
         return f"the checkpoint at step {self.saved} is intact"
 
     def append(self, record: dict) -> None:
-        """One line per record, appended with one write."""
+        """One line per record, appended with one write (never through a link put in the log's place)."""
         try:
-            with open(self.out / LOG, "a") as f:
+            with open(self.out / LOG, "a", opener=_no_follow) as f:
                 f.write(json.dumps(record) + "\n")
         except OSError as err:
             then = ("free the space or fix the folder, then --resume" if self.saved is not None
@@ -281,7 +352,10 @@ class RunFolder:
 def resume_payload(out: Path) -> dict:
     """The checkpoint --resume continues: one ValueError naming the file and why, if there is none
     or it cannot be used (read_checkpoint: truncated, flipped bytes, another program's pickle)."""
+    folder = RunFolder(out)
+    folder.refuse_odd()  # a link or a folder in a run file's place (the lock's too): named as such
+    folder.refuse_busy()  # a live run is named as one, not read as "nothing to resume"
     path = Path(out) / CHECKPOINT
     if not path.is_file():
-        raise ValueError(RunFolder(out).nothing_to_resume())
+        raise ValueError(folder.nothing_to_resume())
     return read_checkpoint(path)

@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 
 from lecture_utils.train import loop
-from lecture_utils.train.build import build
+from lecture_utils.train.build import build, data_digests
 from lecture_utils.train.checkpoint import payload_digest, resume_from, rng_state, save_checkpoint
 from lecture_utils.train.config import TrainConfig
 from lecture_utils.train.resolve import Process, check_settings, resolve, resolve_peak
@@ -46,8 +46,8 @@ class Trainer:
                  model_overrides: dict | None = None, train_data=None, val_data=None, echo=print,
                  overwrite: bool = False, allow_config_change: bool = False):
         self.cfg, self.out, self.progress, self.echo = cfg, check_out(out), progress, echo
-        payload = resume_payload(self.out) if resume else None  # another model, fewer steps: refused now
-        self.plan = resolve(cfg, model_overrides=model_overrides, saved=payload and payload.get("extra"))
+        payload = resume_payload(self.out) if resume else None  # a live run, another model, fewer steps: refused
+        self.plan = resolve(cfg, model_overrides=model_overrides, saved=payload, data=data_digests(train_data, val_data))
         self.config_change = check_settings(payload, cfg, self.plan, self.out / CHECKPOINT, allow_config_change,
                                             self.say) if resume else None  # logged with the next step
         self.parts = build(self.plan, cfg, train_data=train_data, val_data=val_data)
@@ -111,7 +111,7 @@ class Trainer:
 
     def run(self) -> list[dict]:
         """Train from ``self.step`` to ``cfg.steps``; return the log records of this call.
-        SIGINT/SIGTERM stop it after the current step, with a checkpoint saved there."""
+        SIGINT/SIGTERM/SIGHUP stop it after the current step, with a checkpoint saved there."""
         cfg, records = self.cfg, []
         with StopSignals(self):
             if self.step < cfg.steps:
@@ -288,10 +288,14 @@ def progress_bar(trainer: Trainer):
         bar.close()
 
 
+# SIGHUP: the terminal closed or the ssh connection dropped, which ends a run like SIGTERM does.
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 class StopSignals:
-    """SIGINT/SIGTERM ask the loop to stop after the current step, where run() saves a checkpoint;
-    further signals are held (ignored) until then, so a second Ctrl-C cannot lose the save. Under
-    torchrun, which forwards SIGTERM to every process, the ranks agree on the step
+    """SIGINT/SIGTERM/SIGHUP ask the loop to stop after the current step, where run() saves a
+    checkpoint; further signals are held (ignored) until then, so a second Ctrl-C cannot lose the
+    save. Under torchrun, which forwards SIGTERM to every process, the ranks agree on the step
     (``Trainer._sync_flags``). Installed in the main thread only (Python's rule)."""
 
     def __init__(self, trainer: Trainer):
@@ -299,7 +303,7 @@ class StopSignals:
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
-            self.old = {s: signal.signal(s, self._stop) for s in (signal.SIGINT, signal.SIGTERM)}
+            self.old = {s: signal.signal(s, self._stop) for s in STOP_SIGNALS}
         return self
 
     def _stop(self, signum, frame):
