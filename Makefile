@@ -8,7 +8,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 KERNEL := pytorch-resource-accounting
-NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+# The eight notebooks, named exactly in notebooks.txt (one name a line): a copy made in Lab
+# (08_training_loop-Copy1.ipynb), a student's own notebook or an odd file name (a space, a `$(...)`)
+# never joins a target, and no file name found on disk reaches the shell.
+LESSONS := $(shell cat notebooks.txt)
+NOTEBOOKS := $(LESSONS:%=notebooks/%.ipynb)
 LAB_ARGS ?=
 
 .PHONY: help setup lab test test-slow unit nbval run regen export lint lint-workflows wheel bench data corpus gpu-check gpu-rehearsal clean \
@@ -21,7 +25,9 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
 		echo "The pinned versions in constraints.txt need Python >= 3.11; found $$($(PYTHON) --version)."; \
 		echo "Run e.g. make test PYTHON=/path/to/python3.11"; exit 1; }
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@# a venv without pip is one an interrupted setup left half-made: made again from scratch
+	@$(BIN)/python -c 'import pip' 2>/dev/null || { test ! -e $(VENV) || echo "$(VENV) is incomplete (an interrupted make setup?): making it again"; \
+		$(PYTHON) -m venv --clear $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) \
@@ -82,7 +88,7 @@ run: $(STAMP)  ## execute every notebook headless; HTML to build/; then name any
 # The .py twins are the source (a new twin gets its .ipynb here). `jupytext --sync` takes the
 # inputs from whichever file of a pair is newer and keeps the cell ids (no noisy diffs).
 # One notebook: make regen TWINS=py_src/01_tensors_and_strides.py
-TWINS := $(sort $(wildcard py_src/[0-9][0-9]_*.py))
+TWINS := $(LESSONS:%=py_src/%.py)
 regen: export  ## export lesson code, then re-execute notebooks in place (new goldens) and re-sync the .py twins
 	$(BIN)/jupytext --sync --quiet $(TWINS)
 	$(EXECUTE) --to notebook --inplace $(TWINS:py_src/%.py=notebooks/%.ipynb)

@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebooks/NN_*.ipynb")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "site")
     args = parser.parse_args(argv)
-    notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    notebooks = args.notebooks or [ROOT / "notebooks" / f"{name}.ipynb" for name in (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()]
     bad = [str(p) for p in notebooks if p.suffix != ".ipynb" or not p.is_file()]
     if bad:
         print(f"build_site: not a notebook file: {', '.join(bad)}", file=sys.stderr)

@@ -18,6 +18,7 @@ see, and ``make regen`` keeps them in step with the ``.ipynb``.
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
 import re
 import sys
@@ -32,9 +33,10 @@ END = "# <<< lesson code from {nb}"
 
 
 def exports(root: Path = ROOT) -> dict[str, dict[str, str]]:
-    """``{module path: {notebook path: region text}}`` over every notebook under ``root``."""
+    """``{module path: {notebook path: region text}}`` over the notebooks ``root/notebooks.txt`` names."""
     result: dict[str, dict[str, str]] = {}
-    for twin in sorted((root / "py_src").glob("[0-9][0-9]_*.py")):
+    for name in (root / "notebooks.txt").read_text(encoding="utf-8").split():  # the eight, named exactly
+        twin = root / "py_src" / f"{name}.py"  # (a Lab copy, py_src/08_...-Copy1.py, is not one of them)
         nb = twin.relative_to(root).as_posix()
         for cell in jupytext.read(twin).cells:
             first, _, code = cell.source.partition("\n")
@@ -44,6 +46,30 @@ def exports(root: Path = ROOT) -> dict[str, dict[str, str]]:
                 regions = result.setdefault(save.group(1), {})
                 regions[nb] = regions[nb] + "\n\n\n" + code if nb in regions else code
     return result
+
+
+def defined(code: str) -> list[str]:
+    """The names a lesson region defines at its top level (functions, classes, constants)."""
+    try:
+        body = ast.parse(code).body
+    except SyntaxError:
+        return []
+    names = [n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    return names + [t.id for n in body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)]
+
+
+def two_sources(wanted: dict[str, dict[str, str]]) -> list[str]:
+    """One line per name that two cells export into one module: the second would silently replace
+    the first in the package (a Lab copy of a notebook, or a lesson written twice)."""
+    problems = []
+    for module, regions in sorted(wanted.items()):
+        homes: dict[str, list[str]] = {}
+        for nb, code in regions.items():
+            for name in defined(code):
+                homes.setdefault(name, []).append(nb)
+        problems += [f"{module}: {name} is exported by {' and '.join(nbs)}: a lesson has one source; keep it in "
+                     "one notebook" for name, nbs in sorted(homes.items()) if len(nbs) > 1]
+    return problems
 
 
 def render(text: str, regions: dict[str, str]) -> str:
@@ -59,7 +85,8 @@ def render(text: str, regions: dict[str, str]) -> str:
 
 def stale(root: Path = ROOT) -> list[str]:
     """A problem (a unified diff, or a missing module or notebook) per stale module; [] if in sync."""
-    wanted, problems = exports(root), []
+    wanted = exports(root)
+    problems = two_sources(wanted)
     marked = {p.relative_to(root).as_posix() for p in (root / "lecture_utils").rglob("*.py")
               if "# >>> lesson code from" in p.read_text(encoding="utf-8")}
     for module in sorted(set(wanted) | marked):
@@ -80,8 +107,11 @@ def stale(root: Path = ROOT) -> list[str]:
 
 def export(root: Path = ROOT) -> list[str]:
     """Rewrite every module's regions from the notebooks; return the modules changed."""
-    changed = []
-    for module, regions in sorted(exports(root).items()):
+    changed, wanted = [], exports(root)
+    doubled = two_sources(wanted)
+    if doubled:  # refused before any module is written
+        sys.exit(f"export: {doubled[0]}; nothing was exported")
+    for module, regions in sorted(wanted.items()):
         if not (root / module).exists():
             sys.exit(f"export: {module} (named by a `# @save` cell) does not exist; create it")
         text = (root / module).read_text(encoding="utf-8")

@@ -247,7 +247,7 @@ def stage(name: str, device: str, quick: bool) -> int:
     return 0
 
 
-STAGES = {**{p.stem: ("notebook", p) for p in sorted((ROOT / "py_src").glob("[0-9][0-9]_*.py"))},
+STAGES = {**{p.stem: ("notebook", p) for p in (ROOT / "py_src" / f"{name}.py" for name in (ROOT / "notebooks.txt").read_text(encoding="utf-8").split())},
           **{p.stem: ("benchmark", p) for p in sorted((ROOT / "benchmarks").glob("[a-z]*.py"))}}
 
 

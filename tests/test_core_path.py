@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import reading_time  # noqa: E402
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = [ROOT / "notebooks" / f"{name}.ipynb" for name in (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()]
 HEADING = re.compile(r"^(#{1,6}) (.*)$", re.M)
 DEEPER_HEADING = re.compile(r"^#{2,6} Going deeper: \S")
 

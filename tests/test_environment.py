@@ -96,5 +96,5 @@ def test_project_kernel_is_registered_in_this_environment():
     kernel = re.search(r"^KERNEL := (\S+)", makefile, re.M).group(1)
     assert kernel in specs, f"kernel {kernel!r} not registered; run make setup"
     assert Path(specs[kernel]["resource_dir"]).is_relative_to(Path(sys.prefix))
-    for notebook in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+    for notebook in [ROOT / "notebooks" / f"{name}.ipynb" for name in (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()]:
         assert f'"name": "{kernel}"' in notebook.read_text(), f"{notebook.name} names another kernel"

@@ -9,6 +9,7 @@ import pytest
 from lecture_utils.hardware import ACCELERATORS
 
 ROOT = Path(__file__).resolve().parents[1]
+TWINS = [ROOT / "py_src" / f"{name}.py" for name in (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()]  # the eight, named exactly
 REFERENCE = ROOT / "docs" / "gpu" / "reference.md"
 LABELS = ("published, not measured here", "no published figure found")
 # The spec rows and the hardware.py number each must equal: (accelerator, field, dtype, unit).
@@ -60,7 +61,7 @@ def test_every_figure_has_a_source_and_says_it_is_published_not_measured():
 
 def test_every_cuda_only_block_of_every_notebook_is_mapped():
     # An independent reading of the notebooks: the literal string after cuda_only(device, ...
-    blocks = {(py.stem[:2], what) for py in (ROOT / "py_src").glob("[0-9][0-9]_*.py")
+    blocks = {(py.stem[:2], what) for py in TWINS
               for what in re.findall(r'cuda_only\(device, "([^"]+)"\)', py.read_text(encoding="utf-8"))}
     assert len(blocks) >= 13
     covered = " ".join(row["stands in for"] for row in rows().values())
@@ -80,7 +81,7 @@ def test_spec_numbers_agree_with_the_hardware_table(key):
 def _refs() -> dict[str, list[tuple[str, str]]]:
     """Every measured(..., ref="KEY") in the notebooks' twins: KEY -> [(notebook, its block's what)]."""
     found: dict[str, list[tuple[str, str]]] = {}
-    for py in sorted((ROOT / "py_src").glob("[0-9][0-9]_*.py")):
+    for py in TWINS:
         tree = ast.parse(py.read_text(encoding="utf-8"))
         for block in ast.walk(tree):
             test = getattr(block, "test", None) if isinstance(block, ast.If) else None

@@ -33,6 +33,7 @@ def _toy_repo(tmp_path: Path) -> Path:
         "def double(x):\n    return 2 * x\n\n# %%\nprint(double(2))\n\n"
         "# %%\n# @save lecture_utils/toy.py\ndef triple(x):\n    return 3 * x\n")
     (tmp_path / "lecture_utils" / "toy.py").write_text('"""Toy."""\n\nHAND_WRITTEN = 1\n')
+    (tmp_path / "notebooks.txt").write_text("01_toy\n")  # the notebooks, named exactly
     return tmp_path
 
 

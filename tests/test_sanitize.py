@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 CFG = Path(__file__).with_name("nbval_sanitize.cfg")
+ROOT = Path(__file__).resolve().parents[1]
+TWINS = [ROOT / "py_src" / f"{name}.py" for name in (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()]
 
 
 def _rules() -> list[tuple[str, str]]:
@@ -62,7 +64,7 @@ def test_addresses_and_cell_paths_are_masked():
 
 def _cuda_only_blocks():
     """(notebook, line, block) for every ``if cuda_only(...):`` block in the .py twins."""
-    for twin in sorted(Path(__file__).resolve().parents[1].glob("py_src/[0-9][0-9]_*.py")):
+    for twin in TWINS:
         for node in ast.walk(ast.parse(twin.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.If) and isinstance(node.test, ast.Call)
                     and getattr(node.test.func, "id", None) == "cuda_only"):
@@ -131,7 +133,7 @@ def test_outside_gpu_only_blocks_random_draws_come_from_the_cpu_generator():
     inside = {(name, line) for name, _, block in _cuda_only_blocks()
               for line in range(block.lineno, block.end_lineno + 1)}
     wrong = []
-    for twin in sorted(Path(__file__).resolve().parents[1].glob("py_src/[0-9][0-9]_*.py")):
+    for twin in TWINS:
         tree = ast.parse(twin.read_text(encoding="utf-8"))
         parameters = _parameters(tree)
         for node in ast.walk(tree):

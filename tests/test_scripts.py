@@ -34,6 +34,7 @@ def test_run_writes_html_for_each_notebook_then_fails_if_one_failed(tmp_path):
     ]), probe)
     nbformat.write(new_notebook(cells=[new_code_cell("1 / 0")]),
                    tmp_path / "notebooks" / "98_broken.ipynb")  # runs first
+    (tmp_path / "notebooks.txt").write_text("98_broken\n99_probe\n")  # the notebooks, named exactly
     result = make(tmp_path, "run")
     assert result.returncode != 0 and "failed: notebooks/98_broken.ipynb" in result.stdout
     html = (tmp_path / "build" / "99_probe.html").read_text()  # the failure did not stop the run
@@ -52,6 +53,7 @@ def test_regen_executes_each_pair_in_place_and_stops_at_a_failing_cell(tmp_path)
                                        for i in range(2)]), ipynb)
     (tmp_path / "py_src" / "98_probe.py").write_text("# %%\n" + "\n\n# %%\n".join(code) + "\n")
     (tmp_path / "py_src" / "99_broken.py").write_text("# %%\n1 / 0\n")  # a new twin, runs second
+    (tmp_path / "notebooks.txt").write_text("98_probe\n99_broken\n")  # the notebooks, named exactly
     result = make(tmp_path, "regen")
     assert result.returncode != 0 and "ZeroDivisionError" in result.stderr
     assert (tmp_path / "notebooks" / "99_broken.ipynb").exists()  # a new twin gets its notebook

@@ -53,7 +53,7 @@ def snapshot(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("inputs")
     shutil.copy2(ROOT / "README.md", tmp / "README.md")
     (tmp / "notebooks").mkdir()
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+    for path in [ROOT / "notebooks" / f"{name}.ipynb" for name in (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()]:
         shutil.copy2(path, tmp / "notebooks" / path.name)
     return tmp
 

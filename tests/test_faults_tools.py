@@ -1,0 +1,122 @@
+"""Faults of the second hostile sweep (issue 29) in the tools around the notebooks: a Lab copy of a
+notebook, file names that are shell code, a half-made .venv (the GPU check's are in
+test_gpu_check.py, the exercises' in test_exercises.py)."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import export_lessons  # noqa: E402
+
+NAMES = (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()
+
+
+# --- items 4 and 10: the notebooks are named exactly; no file name on disk reaches the shell
+
+
+def _fake_checkout(tmp_path: Path) -> Path:
+    """The Makefile's world in tmp: its inputs, and a .venv whose programs only record their arguments."""
+    root = tmp_path / "checkout"
+    root.mkdir()
+    for name in ("pyproject.toml", "constraints.txt", "notebooks.txt"):
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, root / name)
+    (root / "notebooks").mkdir()
+    (root / "py_src").mkdir()
+    for name in NAMES:
+        (root / "notebooks" / f"{name}.ipynb").write_text("{}")
+        (root / "py_src" / f"{name}.py").write_text("")
+    bin_ = root / ".venv" / "bin"
+    bin_.mkdir(parents=True)
+    for program in ("python", "jupyter", "jupytext", "ruff"):
+        (bin_ / program).write_text(f'#!/bin/sh\nprintf "%s\\n" {program} "$@" >> "{root}/argv.txt"\n')
+        (bin_ / program).chmod(0o755)
+    (root / ".venv" / ".installed").touch()  # newer than pyproject.toml and constraints.txt: set up
+    return root
+
+
+@pytest.mark.multiprocess
+class TestMakeNamesTheNotebooksExactly:  # its own xdist unit (tests/conftest.py): it runs make
+    @pytest.mark.parametrize("target", ["slides", "site", "nbval", "test", "run", "regen"])
+    def test_a_notebook_file_name_never_runs_as_shell_code(self, tmp_path, target):
+        root = _fake_checkout(tmp_path)
+        for odd in ("09_$(touch${IFS}PWNED).ipynb", "09 my notes.ipynb", "08_training_loop-Copy1.ipynb"):
+            (root / "notebooks" / odd).write_text("{}")
+            (root / "py_src" / odd.replace(".ipynb", ".py")).write_text("")
+        make = subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), "-C", str(root), target],
+                              capture_output=True, text=True, timeout=60)
+        assert not (root / "PWNED").exists()
+        argv = (root / "argv.txt").read_text() if (root / "argv.txt").exists() else ""
+        assert "Copy1" not in argv and "my notes" not in argv and "PWNED" not in argv, argv
+        if target in ("slides", "site", "nbval", "test"):  # one command over the eight notebooks
+            assert make.returncode == 0, make.stderr
+            assert [line for line in argv.splitlines() if line.startswith("notebooks/")] == [
+                f"notebooks/{name}.ipynb" for name in NAMES]
+
+
+def _toy(tmp_path: Path, names: list[str]) -> Path:
+    (tmp_path / "py_src").mkdir()
+    (tmp_path / "lecture_utils").mkdir()
+    (tmp_path / "lecture_utils" / "toy.py").write_text('"""Toy."""\n')
+    (tmp_path / "notebooks.txt").write_text("01_toy\n" + "".join(f"{n}\n" for n in names))
+    cell = "# %%\n# @save lecture_utils/toy.py\ndef cosine(x):\n    return {}\n"
+    (tmp_path / "py_src" / "01_toy.py").write_text(cell.format("0.5"))
+    (tmp_path / "py_src" / "01_toy-Copy1.py").write_text(cell.format("0.25"))  # Lab's Duplicate, paired
+    (tmp_path / "py_src" / "02_toy.py").write_text(cell.format("0.75"))
+    return tmp_path
+
+
+def test_a_lab_copy_of_a_notebook_is_not_a_source_of_lesson_code(tmp_path):
+    root = _toy(tmp_path, [])
+    assert export_lessons.export(root) == ["lecture_utils/toy.py"]
+    text = (root / "lecture_utils" / "toy.py").read_text()
+    assert "return 0.5" in text and "0.25" not in text and "Copy1" not in text
+    assert export_lessons.stale(root) == []
+
+
+def test_two_notebooks_exporting_one_lesson_are_refused(tmp_path, capsys):
+    root = _toy(tmp_path, ["02_toy"])
+    before = (root / "lecture_utils" / "toy.py").read_text()
+    with pytest.raises(SystemExit) as exit_:
+        export_lessons.export(root)
+    assert str(exit_.value) == ("export: lecture_utils/toy.py: cosine is exported by py_src/01_toy.py and "
+                                "py_src/02_toy.py: a lesson has one source; keep it in one notebook; nothing was "
+                                "exported")
+    assert (root / "lecture_utils" / "toy.py").read_text() == before
+    assert export_lessons.stale(root)[0].startswith("lecture_utils/toy.py: cosine is exported by ")
+
+
+def test_notebooks_txt_names_the_eight_notebooks_and_their_twins():
+    assert len(NAMES) == 8 == len(set(NAMES))
+    assert all(name[:2].isdigit() and name[2] == "_" and name.replace("_", "").isalnum() for name in NAMES)
+    assert all((ROOT / "notebooks" / f"{n}.ipynb").is_file() and (ROOT / "py_src" / f"{n}.py").is_file()
+               for n in NAMES)
+    # nothing else finds the notebooks by a pattern a copy would match
+    sources = [*ROOT.glob("scripts/*.py"), *ROOT.glob("tests/*.py"), ROOT / "Makefile"]
+    pattern = "[0-9]" * 2 + "_"  # (spelled so that this file does not hold it)
+    assert [p.name for p in sources if pattern in p.read_text(encoding="utf-8")] == []
+
+
+# --- item 6: a .venv left half-made by a killed `make setup` is made again
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+class TestHalfMadeVenv:  # its own xdist unit (tests/conftest.py)
+    def test_a_venv_without_pip_is_made_again(self, tmp_path):
+        venv = tmp_path / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)  # killed mid-way
+        env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}  # offline: install fails
+        make = subprocess.run(["make", "-C", str(ROOT), "setup", f"VENV={venv}"], capture_output=True, text=True,
+                              env=env, timeout=300)
+        output = make.stdout + make.stderr
+        assert "No module named pip" not in output, output
+        assert f"{venv} is incomplete (an interrupted make setup?): making it again" in output
+        assert subprocess.run([venv / "bin" / "python", "-m", "pip", "--version"], capture_output=True).returncode == 0
+        assert not (venv / ".installed").exists()  # offline, the install itself failed: the next make retries
