@@ -52,7 +52,11 @@ def _close(got, expected, rel: float, abs_: float) -> bool:
 def _short(value) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
         # 6300000000000000000000000 is unreadable: show 6.3e+24, and say the check was exact
-        return f"{value:.6g} (an exact integer)"
+        try:
+            return f"{value:.6g} (an exact integer)"
+        except OverflowError:  # beyond any float (10**400): its size, and never its 4,300+ digits
+            sign, digits = "-" if value < 0 else "", int((value.bit_length() - 1) * 0.30103)  # log10(2)
+            return f"about {sign}10**{digits} (an exact integer of {value.bit_length():,} bits)"
     text = repr(value) if not isinstance(value, (torch.Tensor, np.ndarray)) else str(value)
     return text if len(text) <= 200 else text[:197] + "..."
 

@@ -138,18 +138,26 @@ _FACTORS = [(2, "off by a factor of 2: forward and backward, two tensors, or 2 b
             (1.048576, "MiB versus MB: 2**20 bytes versus 10**6?")]
 
 
+# What comparing a student's answer may raise: a string for a number, a wrong shape, an int too
+# large for a float (10**400), ...: each means "not this value", never an error in the check cell.
+_NOT_COMPARABLE = (AssertionError, TypeError, ValueError, RuntimeError, OverflowError)
+
+
 def _hint(answer, spec: Answer) -> str:
     for value, hint in spec.hints.items():
         try:
             if _close(answer, value, spec.rel, spec.abs):
                 return hint
-        except (AssertionError, TypeError, ValueError, RuntimeError):
+        except _NOT_COMPARABLE:
             continue
     if not (isinstance(answer, numbers.Real) and isinstance(spec.expected, numbers.Real)) or isinstance(answer, bool):
         return ""
-    if not (answer and spec.expected and math.isfinite(answer) and math.isfinite(spec.expected)):
+    try:
+        if not (answer and spec.expected and math.isfinite(answer) and math.isfinite(spec.expected)):
+            return ""
+        ratio = abs(answer / spec.expected)
+    except OverflowError:  # an int beyond any float (10**400): no factor names that mistake
         return ""
-    ratio = abs(answer / spec.expected)
     for factor, hint in _FACTORS:
         if any(math.isclose(ratio, r, rel_tol=max(spec.rel, 1e-3)) for r in (factor, 1 / factor)):
             return hint
@@ -168,8 +176,8 @@ def check_answer(name: str, answer) -> None:
         return
     try:
         right = _close(answer, spec.expected, spec.rel, spec.abs)
-    except (AssertionError, TypeError, ValueError, RuntimeError):
-        right = False  # e.g. a string where a number was asked for, or a wrong shape
+    except _NOT_COMPARABLE:
+        right = False  # e.g. a string where a number was asked for, a wrong shape, 10**400
     if right:
         print(f"{CHECK_MARK} {name}: {_short(answer)} is right")
         return

@@ -20,7 +20,7 @@ import jupytext
 import nbformat
 import pytest
 
-from lecture_utils.exercises import ANSWERS
+from lecture_utils.exercises import ANSWERS, check_answer
 
 ROOT = Path(__file__).resolve().parents[1]
 TWINS = [ROOT / "py_src" / f"{name}.py" for name in (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()]
@@ -69,9 +69,19 @@ def question_ids(cells: list) -> list[str]:
     return ids
 
 
-def structure_problems(cells: list, known=ANSWERS) -> list[str]:
+def way_back(notebook: str) -> str:
+    """For a student who answered an exercise and ran `make test` (as the README offers): how to
+    keep the answers and bring the lecture's notebook back."""
+    nb = notebook or "NN_topic"
+    return (f"if these are your answers, keep them in a copy (Lab: File > Save Notebook As..., any name: make test "
+            f"checks only the notebooks notebooks.txt names), then bring back the lecture's with `git checkout -- "
+            f"notebooks/{nb}.ipynb py_src/{nb}.py`; an author's fill-in cell keeps its '...'")
+
+
+def structure_problems(cells: list, known=ANSWERS, notebook: str = "") -> list[str]:
     """What is wrong with a notebook's exercises (cells from jupytext or nbformat); [] if nothing.
-    ``known``: the exercise names that have an answer in lecture_utils.exercises."""
+    ``known``: the exercise names that have an answer in lecture_utils.exercises; ``notebook``: its
+    name (NN_topic), for the way back a student who answered is told."""
     section = exercise_cells(cells)
     if not section:
         return ["no '## Exercises' section"]
@@ -92,7 +102,7 @@ def structure_problems(cells: list, known=ANSWERS) -> list[str]:
             answered = True
             where = f"exercise cell {cell.source.splitlines()[0][:40]!r}"
             if "..." not in cell.source:
-                problems.append(f"{where}: no '...' for the student to replace")
+                problems.append(f"{where}: answered (no '...' left for a student to replace): {way_back(notebook)}")
             check = section[i + 1] if i + 1 < len(section) else None
             solution = section[i + 2] if i + 2 < len(section) else None
             if check is None or "exercise-check" not in tags(check):
@@ -132,7 +142,7 @@ def output_text(cell) -> str:
     return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
 
 
-def output_problems(cells: list) -> list[str]:
+def output_problems(cells: list, notebook: str = "") -> list[str]:
     """The stored outputs: a check cell says "not answered yet" once per check, a solution is right."""
     problems = []
     for cell in exercise_cells(cells):
@@ -143,8 +153,10 @@ def output_problems(cells: list) -> list[str]:
         if "exercise-check" in tags(cell):
             n_calls = len(check_calls(cell.source))
             if text.count("not answered yet") != n_calls or "is right" in text or "✗" in text:
+                answered = "is right" in text or "✗" in text
                 problems.append(f"check cell {first!r}: stored output is not {n_calls} "
-                                f"'not answered yet' line(s): {text[:120]!r}")
+                                f"'not answered yet' line(s): {text[:120]!r}"
+                                + (f"; {way_back(notebook)}" if answered else ""))
         if "solution" in tags(cell):
             n_right = text.count("is right")
             if n_right < max(1, len(check_calls(cell.source))) or "✗" in text:
@@ -167,14 +179,14 @@ def stored_cells(py: Path) -> list:
 
 @pytest.mark.parametrize("py", TWINS, ids=lambda p: p.stem)
 def test_exercise_structure(py):
-    assert structure_problems(twin_cells(py)) == []
+    assert structure_problems(twin_cells(py), notebook=py.stem) == []
 
 
 @pytest.mark.parametrize("py", TWINS, ids=lambda p: p.stem)
 def test_stored_outputs(py):
     cells = stored_cells(py)
-    assert structure_problems(cells) == []  # the .ipynb holds the same cells as its twin
-    assert output_problems(cells) == []
+    assert structure_problems(cells, notebook=py.stem) == []  # the .ipynb holds the same cells as its twin
+    assert output_problems(cells, notebook=py.stem) == []
 
 
 def test_no_question_in_two_notebooks():
@@ -281,6 +293,22 @@ def test_wrong_stored_output_is_caught(index, text):
     assert output_problems(cells) != []
 
 
+def test_a_student_who_answered_and_ran_make_test_is_told_how_to_keep_the_answer_and_get_back(tmp_path):
+    """Issue 29, item 24: the message names the way back (a copy, then git checkout), not only the rule."""
+    cells = copy.deepcopy(good_cells())
+    _edit_source(2, "...", "96")(cells)  # the student's answer
+    _output(3, "✓ Q9, bytes: 96 is right\n")(cells)  # run and saved
+    [problem] = structure_problems(cells, KNOWN, notebook="01_tensors_and_strides")
+    assert problem.startswith("exercise cell 'q9_bytes = 96  # bytes of a 3 x 4 int64 ': answered (")
+    assert "Save Notebook As" in problem and (
+        "`git checkout -- notebooks/01_tensors_and_strides.ipynb py_src/01_tensors_and_strides.py`") in problem
+    [stored] = output_problems(cells, notebook="01_tensors_and_strides")
+    assert "git checkout -- notebooks/01_tensors_and_strides.ipynb" in stored
+    # the way back works: a copy under another name is not one of the notebooks make test checks
+    names = (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()
+    assert "01_tensors_and_strides" in names and "01_tensors_and_strides-Copy1" not in names
+
+
 def test_no_exercises_section_is_caught():
     assert structure_problems(good_cells()[:1], KNOWN) == ["no '## Exercises' section"]
 
@@ -301,3 +329,24 @@ def test_every_answer_belongs_to_an_exercise_of_a_notebook():
 def test_duplicate_ids_are_caught():
     assert duplicate_ids({"02": ["Q2", "Q3"], "08": ["Q2", "E8.1"]}) == ["Q2"]
     assert duplicate_ids({"02": ["Q2"], "08": ["E8.1"]}) == []
+
+
+# --- issue 29, item 25: an answer beyond any float is "not right yet", never an OverflowError
+
+
+def _an_answer(kind) -> str:
+    """An exercise whose expected value is of this kind (the first, in the notebooks' order)."""
+    return next(name for name, spec in ANSWERS.items() if kind(spec.expected))
+
+
+@pytest.mark.parametrize("kind", ["int", "float with a tolerance", "inf", "str", "tuple"])
+@pytest.mark.parametrize("answer", [10**400, -10**5000], ids=["1e400", "-1e5000"])
+def test_check_answer_with_an_int_beyond_any_float_never_raises(capsys, kind, answer):
+    name = _an_answer({"int": lambda e: isinstance(e, int) and not isinstance(e, bool),
+                       "float with a tolerance": lambda e: isinstance(e, float) and e != float("inf"),
+                       "inf": lambda e: e == float("inf"), "str": lambda e: isinstance(e, str),
+                       "tuple": lambda e: isinstance(e, tuple)}[kind])
+    check_answer(name, answer)
+    line = capsys.readouterr().out
+    sign = "-" if answer < 0 else ""
+    assert line.startswith(f"✗ {name}: about {sign}10**") and line.count("\n") == 1 and "is not right yet" in line
