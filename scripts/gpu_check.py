@@ -17,8 +17,10 @@ It writes four files into DIR, atomically, before the first stage and after each
 the deadline plus ``--grace``, or past ``--stage-limit``, is stopped. ``--device cpu`` hides
 what the lent machine lacks and runs the benchmarks' ``--quick`` form.
 
-Exit codes: 0 every stage passed; 1 a stage failed, or no CUDA device; 2 bad arguments;
-3 the deadline left stages not started; 128 + N stopped by signal N.
+Exit codes: 0 every stage passed; 1 a stage failed, no CUDA device, or DIR stopped taking the
+report (a full or read-only disk: the check stops, its files keep their last whole write); 2 bad
+arguments, or DIR cannot take a report at all; 3 the deadline left stages not started; 128 + N
+stopped by signal N (SIGINT, SIGTERM, SIGHUP).
 """
 
 from __future__ import annotations
@@ -271,7 +273,8 @@ class Check:
     def __init__(self, args, names_: list[str], torch_version: str, cuda_version: str | None):
         self.args, self.names = args, names_
         self.began, self.logs, self.child, self.stopped = time.monotonic(), {}, None, None
-        self.reference = args.reference.read_text(encoding="utf-8")
+        self.unwritable = None  # why DIR could not take the report (a full or read-only disk): the check stops
+        self.reference = args.reference_text
         cuda = args.device == "cuda"
         self.report = {
             "gpu": _nvidia_smi("name") if cuda else "no GPU: a CPU rehearsal", "device": args.device,
@@ -287,8 +290,11 @@ class Check:
 
     def run(self) -> int:
         self.write()  # a valid report before the first stage, should the run die at once
+        if self.unwritable:
+            print(f"gpu-check: cannot write the report in {self.args.out}: {self.unwritable}; no stage was run")
+            return 2
         for name in self.names:
-            if self.stopped is not None:
+            if self.stopped is not None or self.unwritable:
                 break
             if self.elapsed() >= self.args.deadline:
                 for later in self.names[self.names.index(name):]:
@@ -322,7 +328,7 @@ class Check:
         self.child = child = subprocess.Popen(command + ["--quick"] * self.args.quick, cwd=ROOT, env=env, text=True,
                                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, errors="replace",
                                               start_new_session=True)
-        if self.stopped is not None:  # a signal came before the handler could see this child
+        if self.stopped is not None or self.unwritable:  # a signal came before the handler could see this child
             self.kill()
         row.update(status="running", started_at_s=round(start - self.began, 1), pid=child.pid)
         self.write()
@@ -335,6 +341,8 @@ class Check:
         lines = output.rstrip("\n").splitlines()
         if self.stopped:
             status, reason = "stopped", f"the check was stopped by {signal.Signals(self.stopped).name}"
+        elif self.unwritable and child.returncode and child.returncode < 0:
+            status, reason = "stopped", f"the report could not be written ({self.unwritable})"
         elif reason:
             status = "timed out"
         elif lines and lines[-1].startswith(RESULT):
@@ -355,6 +363,8 @@ class Check:
         print(f"{name:<24} {status:<10} {row['seconds']:6.1f} s  {brief(row)}", flush=True)
 
     def finish(self, stopped: str = "") -> int:
+        if self.unwritable:
+            stopped = stopped or f"stopped: the report could not be written ({self.unwritable})"
         stages = self.report["stages"]
         bad = [n for n, r in stages.items() if r["status"] not in ("passed", NOT_STARTED)]
         waiting = [n for n, r in stages.items() if r["status"] == NOT_STARTED]
@@ -369,20 +379,30 @@ class Check:
         self.report["verdict"] = verdict + (f"; failed: {', '.join(bad)}" if stopped and bad else "")
         self.write()
         passed = sum(r["status"] == "passed" for r in stages.values())
-        print(f"gpu-check: {self.report['verdict']} ({passed} passed) in {self.elapsed():.0f} s; report in "
-              f"{self.args.out}", flush=True)
+        where = (f"the files in {self.args.out} are the report as last written whole (each file is replaced in one "
+                 "step), not this verdict") if self.unwritable else f"report in {self.args.out}"
+        print(f"gpu-check: {self.report['verdict']} ({passed} passed) in {self.elapsed():.0f} s; {where}", flush=True)
         return code
 
     def write(self) -> None:
+        """DIR's four files, each replaced whole. A write that fails (full or read-only disk) stops the
+        check: the running stage is stopped, no other starts, and the files keep their last whole write."""
+        from lecture_utils.console import describe
         from lecture_utils.files import write_text  # atomic: the old file or the new, never half
 
+        if self.unwritable:
+            return
         self.report["seconds"] = round(self.elapsed(), 1)
         out = self.args.out
-        write_text(out / "summary.md", summary_markdown(self.report))
-        write_text(out / "reference.md", fill_reference(self.reference, self.report))
-        write_text(out / "logs.txt", "".join(self.logs[n] for n in self.names if n in self.logs))
-        # last: once report.json says a stage ran, the other three already say so too
-        write_text(out / "report.json", json.dumps(self.report, indent=2) + "\n")
+        try:
+            write_text(out / "summary.md", summary_markdown(self.report))
+            write_text(out / "reference.md", fill_reference(self.reference, self.report))
+            write_text(out / "logs.txt", "".join(self.logs[n] for n in self.names if n in self.logs))
+            # last: once report.json says a stage ran, the other three already say so too
+            write_text(out / "report.json", json.dumps(self.report, indent=2) + "\n")
+        except OSError as err:
+            self.unwritable = describe(err)
+            self.kill()
 
 
 def target_verdict(line: str) -> str:
@@ -485,6 +505,17 @@ def _out_problem(out: Path) -> str | None:
     return None
 
 
+def _reference_problem(args) -> str | None:
+    """Read --reference now (into ``args.reference_text``), before --out is made: None if it reads."""
+    try:
+        args.reference_text = args.reference.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        return f"--reference {args.reference} is not UTF-8 text ({err.reason} at byte {err.start}); give docs/gpu/reference.md"
+    except OSError as err:
+        return f"cannot read --reference {args.reference}: {err.strerror or err}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help=f"a new or empty folder for the report: {', '.join(FILES)}")
@@ -505,13 +536,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None:
         problem = "give --out DIR, a new or empty folder for the report"
     for name in ("deadline", "grace", "stage_limit"):
-        value = getattr(args, name)
-        if not (0 < value < 1e6 or (name == "grace" and value == 0)):
-            problem = problem or f"--{name.replace('_', '-')} must be a number of seconds above 0, got {value:g}"
+        value, flag = getattr(args, name), f"--{name.replace('_', '-')}"
+        if value != value:  # nan
+            problem = problem or f"{flag} must be a number of seconds, got {value}"
+        elif not (value > 0 or (name == "grace" and value == 0)):
+            problem = problem or f"{flag} must be a number of seconds above 0, got {value:g}"
+        elif value >= 1e6:
+            problem = problem or f"{flag} must be a number of seconds below 1e+06 (11.6 days), got {value:g}"
     unknown = [n for n in args.only or () if n not in STAGES]
     problem = problem or (f"no stage {unknown[0]!r}; valid: {', '.join(STAGES)}" if unknown else None)
     if not problem and not args.reference.is_file():
         problem = f"--reference {args.reference} is not a file; give docs/gpu/reference.md"
+    problem = problem or _reference_problem(args)
     problem = problem or _out_problem(args.out)
     if problem:
         print(f"gpu-check: {problem}")
@@ -526,9 +562,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     args.quick = args.quick or args.device == "cpu"
     sys.path.insert(0, str(ROOT))
-    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        print(f"gpu-check: cannot create --out {args.out}: {err.strerror or err}; no stage was run")
+        return 2
     check = Check(args, [n for n in STAGES if not args.only or n in args.only], torch.__version__, torch.version.cuda)
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the ssh connection dropped
         signal.signal(sig, lambda signum, frame: check.stop(signum))
     return check.run()
 

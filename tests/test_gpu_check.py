@@ -1,5 +1,6 @@
 """scripts/gpu_check.py: its cell runner, its report, and the whole command rehearsed on the CPU."""
 
+import errno
 import io
 import json
 import os
@@ -16,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import gpu_check  # noqa: E402
 
+from lecture_utils import files  # noqa: E402
 from lecture_utils.files import write_text  # noqa: E402
 
 NOTEBOOK = '''# ---
@@ -342,3 +344,76 @@ def test_an_out_folder_holding_other_files_is_refused_and_left_alone(tmp_path):
     assert (proc.returncode, proc.stderr) == (2, "")
     assert proc.stdout.count("\n") == 1 and "holds notes.txt, which this check did not write" in proc.stdout
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+# --- issue 29, item 13: the GPU check's report on a disk that fails
+
+
+@pytest.fixture
+def restore_signals():
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    yield
+    for s, handler in saved.items():
+        signal.signal(s, handler)
+
+
+def _failing_writes(monkeypatch, after: int) -> list:
+    calls, real = [], files.write_text
+
+    def write_text(path, text):
+        calls.append(path)
+        if len(calls) > after:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real(path, text)
+
+    monkeypatch.setattr(files, "write_text", write_text)
+    return calls
+
+
+def test_a_report_that_cannot_be_written_at_all_is_one_line_and_runs_nothing(tmp_path, capsys, monkeypatch,
+                                                                               restore_signals):
+    _failing_writes(monkeypatch, after=0)
+    out = tmp_path / "gpu"
+    code = gpu_check.main(["--device", "cpu", "--out", str(out), "--only", "01_tensors_and_strides"])
+    printed = capsys.readouterr()
+    assert code == 2 and printed.err == "" and printed.out == (
+        f"gpu-check: cannot write the report in {out}: No space left on device [ENOSPC]; no stage was run\n")
+
+
+def test_a_report_that_fails_after_a_stage_started_stops_the_check_in_one_line(tmp_path, capsys, monkeypatch,
+                                                                                  restore_signals):
+    calls = _failing_writes(monkeypatch, after=4)  # the first report is written; "running" is not
+    out = tmp_path / "gpu"
+    code = gpu_check.main(["--device", "cpu", "--out", str(out), "--only", "01_tensors_and_strides", "02_dtypes_and_memory"])
+    printed = capsys.readouterr()
+    assert code == 1 and printed.err == "" and len(calls) == 5
+    lines = printed.out.splitlines()
+    assert lines[0].split()[:2] == ["01_tensors_and_strides", "stopped"] and len(lines) == 2
+    assert lines[-1].startswith("gpu-check: stopped: the report could not be written (No space left on device "
+                                "[ENOSPC]): 1 stage(s) not started")
+    assert lines[-1].endswith(f"the files in {out} are the report as last written whole (each file is replaced "
+                              "in one step), not this verdict")
+    report = json.loads((out / "report.json").read_text())  # the first report, whole
+    assert {r["status"] for r in report["stages"].values()} == {"not started"}
+
+
+# --- issue 29, item 22: the GPU check's arguments, refused in one line, before --out is made
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--deadline", "1e9"], "--deadline must be a number of seconds below 1e+06 (11.6 days), got 1e+09"),
+    (["--grace", "nan"], "--grace must be a number of seconds, got nan"),
+    (["--stage-limit", "-5"], "--stage-limit must be a number of seconds above 0, got -5"),
+])
+def test_an_out_of_range_duration_says_which_bound(tmp_path, capsys, args, message):
+    assert gpu_check.main(["--device", "cpu", "--out", str(tmp_path / "gpu"), *args]) == 2
+    assert capsys.readouterr().out == f"gpu-check: {message}\n" and not (tmp_path / "gpu").exists()
+
+
+def test_a_binary_reference_is_one_line_and_leaves_no_out_behind(tmp_path, capsys):
+    reference = tmp_path / "reference.md"
+    reference.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    assert gpu_check.main(["--device", "cpu", "--out", str(tmp_path / "gpu"), "--reference", str(reference)]) == 2
+    assert capsys.readouterr().out == (f"gpu-check: --reference {reference} is not UTF-8 text (invalid start byte "
+                                       "at byte 0); give docs/gpu/reference.md\n")
+    assert not (tmp_path / "gpu").exists()
