@@ -3,6 +3,7 @@ notebook, file names that are shell code, a half-made .venv (the GPU check's are
 test_gpu_check.py, the exercises' in test_exercises.py)."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -97,10 +98,11 @@ def test_notebooks_txt_names_the_eight_notebooks_and_their_twins():
     assert all(name[:2].isdigit() and name[2] == "_" and name.replace("_", "").isalnum() for name in NAMES)
     assert all((ROOT / "notebooks" / f"{n}.ipynb").is_file() and (ROOT / "py_src" / f"{n}.py").is_file()
                for n in NAMES)
-    # nothing else finds the notebooks by a pattern a copy would match
+    # nothing else finds the notebooks or their twins by a pattern a copy would match
     sources = [*ROOT.glob("scripts/*.py"), *ROOT.glob("tests/*.py"), ROOT / "Makefile"]
-    pattern = "[0-9]" * 2 + "_"  # (spelled so that this file does not hold it)
-    assert [p.name for p in sources if pattern in p.read_text(encoding="utf-8")] == []
+    pattern = re.compile(re.escape("[0-9]" * 2 + "_*.") + r"(ipynb|py)\b")  # (spelled so this file does not match)
+    assert [p.name for p in sources if pattern.search(p.read_text(encoding="utf-8"))] == []
+    assert pattern.search('sorted((ROOT / "py_src").glob("' + "[0-9]" * 2 + '_*.py"))')  # as it was
 
 
 # --- item 6: a .venv left half-made by a killed `make setup` is made again
