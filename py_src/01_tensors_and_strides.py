@@ -31,7 +31,7 @@ from lecture_utils import setup; device = setup()
 # the memory, notebook 03 the FLOPs and the time; here are the two divisions:
 
 # %% tags=["claim-S1", "claim-S3", "claim-S4"]
-from lecture_utils import check, check_answer
+from lecture_utils import check
 from lecture_utils.flops import training_days, training_flops
 from lecture_utils.recipes import bytes_per_param
 from lecture_utils.sizes import format_bytes
@@ -52,6 +52,8 @@ check("memory: 70B × 16 bytes (fp32 AdamW)", format_bytes(N * bytes_per_param("
 # dtype, device). Memory is paid per storage; the metadata is free. The notes' example:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: `x` is 3 × 4 int64. How many bytes does it hold, and what do you expect `x.stride()` to be?
 # - Run live: the `arange` cell, then the formula cell.
 # - Ask the room: which storage slot holds `x[2, 1]`?
@@ -101,7 +103,7 @@ from lecture_utils.plots import plot_strides
 plot_strides({"x": x, "x.T": x.T, "x[:, 1:3]": x[:, 1:3]})
 plt.show()
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: the formula on random numbers, in 4-D, and in bytes
 #
 # The check above leans on `x` holding its own indices. To test the formula without that
@@ -109,7 +111,7 @@ plt.show()
 # 0, stride 1), and `n_matching` counts the elements with `t[idx] == storage[formula(idx)]`,
 # here on random floats in 4-D through a permute, steps and an integer index.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 def storage_of(t):
     """The whole storage under ``t`` as a flat 1-D tensor, ignoring t's shape, stride and offset."""
     return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage())
@@ -125,11 +127,11 @@ hard = [t4.permute(3, 1, 0, 2)[1:, :, :, ::2], t4[..., 2], t4.transpose(1, 3)[:,
 check("random 4-D views: elements at storage[offset + Σ iₖ·sₖ]", [n_matching(v) for v in hard],
       [v.numel() for v in hard])
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The offset is in elements; `data_ptr()` (the address of a view's first element) moves by
 # `offset × element_size` bytes. Differences of pointers are stable; pointers are not.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 check("data_ptr shift of x[:, 1] and x[1:, ::2] in bytes = offset × 8",
       [v.data_ptr() - x.data_ptr() for v in (x[:, 1], x[1:, ::2])], [1 * 8, 4 * 8])
 
@@ -142,6 +144,8 @@ check("data_ptr shift of x[:, 1] and x[1:, ::2] in bytes = offset × 8",
 # or a tensor (*advanced* indexing) copies, as does anything that reads and writes every byte.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: after `col = a[:, 1]; col[0] = 100`, what is `a[0, 1]`?
 # - Run live: the failing `view` cell, then `contiguous()`.
 # - Ask the room: how many bytes does `contiguous()` allocate here, and how many does it move?
@@ -215,16 +219,16 @@ for side in sides:
 measured("the view t.T: large / small, in time (predicted 1)", view_large / view_small)
 measured("the copy t.T.contiguous(): large / small, in time (predicted 64)", copy_large / copy_small)
 measured("the large copy: bytes read and written per second", 2 * t.nbytes / copy_large / 1e9, "GB/s")
-assert view_large / view_small < 4 and copy_large / copy_small > 8, times  # O(1) against O(n)
+assert copy_large / copy_small > 8 and copy_large / copy_small > 5 * view_large / view_small, times  # O(n), O(1)
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: contiguity, stride 0, and which copy is slower
 #
 # **Contiguous is not "decreasing strides".** `x[:, ::2]` has strides `(4, 2)`, decreasing,
 # and is not contiguous: it skips every other slot. Torch's `is_contiguous()` agrees with
 # the row-major rule on every view here (it ignores dimensions of size 1).
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 def row_major_strides(shape):
     strides, step = [], 1
     for n in reversed(shape):
@@ -239,12 +243,12 @@ check("contiguous by torch, and by the row-major rule",
       {name: v.stride() == row_major_strides(tuple(v.shape)) for name, v in some.items()})
 check("x.contiguous() is x itself: already contiguous, nothing copied", x.contiguous() is x, True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **`reshape` returns a view whenever `view` would work**, so only the impossible merge copies.
 # And **broadcasting is a view with stride 0**: `expand` lets one storage slot serve every row,
 # and memory is paid only when something materialises it.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 check("x.reshape(2, 6) and z.reshape(2, 2, 3) are views of x",
       [same_storage(x.reshape(2, 6), x), same_storage(z.reshape(2, 2, 3), x)], [True, True])
 row = torch.arange(4)
@@ -253,12 +257,12 @@ check("row.expand(3, 4): strides, and bytes held (4 int64s)", (e.stride(), e.unt
       ((0, 1), 32))
 check("e.contiguous() materialises all 12", e.contiguous().untyped_storage().nbytes(), 96)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **Which copy.** At the large size of the core's timing, the transposed copy against a plain
 # `clone`: both move every byte twice, but the transposing one reads with a stride of a
 # whole row, so it is usually slower.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 t_clone = Timer("t.clone()", globals={"t": t}, num_threads=torch.get_num_threads()).blocked_autorange(
     min_run_time=0.05).median
 measured("t.clone() (plain copy), median", t_clone * 1e3, "ms")
@@ -272,6 +276,8 @@ measured("t.T.contiguous() / t.clone(), in time", copy_large / t_clone)
 # against the plain PyTorch it replaces:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: in `x.transpose(1, 2).reshape(B, T, -1)`, which axis is which?
 # - Run live: `einsum`, `reduce`, `rearrange`, then a wrong `k` passed to `attention_scores`.
 # - Ask the room: does `rearrange` into heads copy the data?
@@ -310,14 +316,14 @@ k_bad = torch.randn(batch, seq2, hidden - 1)  # hidden 63 where q has 64
 shape_error = check("a k with the wrong hidden size, rejected at the call",
                     lambda: attention_scores(q, k_bad), raises=TypeCheckError)
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: what einops and jaxtyping refuse, and what they cannot see
 #
 # A named pattern refuses what cannot be true (64 does not split into 7 heads), and the
 # round trip through `rearrange` is exact and still a view. jaxtyping's message names the
 # parameter and the size it bound.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from einops import EinopsError
 
 heads_error = check("heads=7 on hidden=64", lambda: rearrange(q, "... (heads d) -> ... heads d", heads=7),
@@ -327,13 +333,13 @@ check("round trip: q back exactly, still a view", (torch.equal(back, q), same_st
 check("the message blames parameter 'k' and shows hidden=64",
       ["parameter 'k'" in str(shape_error), "hidden=64" in str(shape_error)], [True, True])
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The return annotation catches a classic transposition bug, `k qᵀ` instead of `q kᵀ`
 # (shape `batch seq2 seq1`). Its limit: shapes cannot tell equal sizes apart, so when
 # `seq1 == seq2` the same bug passes.
 
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 @jaxtyped(typechecker=beartype)
 def buggy_scores(q: Float[Tensor, "batch seq1 hidden"],
                  k: Float[Tensor, "batch seq2 hidden"]) -> Float[Tensor, "batch seq1 seq2"]:
@@ -366,11 +372,13 @@ check("same bug, seq1 == seq2: passes the shape check",
 # hidden solution only after you have tried.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Give 3 minutes per question: fill in the `...`, run the check cell.
 # - Ask the room (Q5): which condition does `view(-1)` need, and what does the fix cost for one FFN matrix?
 # - Then expand the hidden solution live.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "-"}
 # ### Q5. Why does `x.transpose(0, 1).view(-1)` raise, and what does `.contiguous()` cost?
 #
 # Answer with the merge condition from §2.3, then put numbers on the cost of the fix for
@@ -382,61 +390,81 @@ q5_extra_bytes = ...  # extra memory of w.T.contiguous() for the FFN matrix, in 
 q5_traffic_bytes = ...  # bytes the copy reads plus writes, in bytes
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+from lecture_utils import check_answer
+
 check_answer("Q5, stride[0] that view(-1) needs", q5_needed)
 check_answer("Q5, extra memory (bytes)", q5_extra_bytes)
 check_answer("Q5, memory traffic (bytes)", q5_traffic_bytes)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "claim-S39"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution", "claim-S39"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
 # Answer. transpose only swaps the strides: xt = x.T has shape (4, 3) and strides (1, 4).
-# view(-1) merges dims 0 and 1 into one, which needs stride[0] == stride[1] * size[1] = 4 * 3
-# = 12; it is 1, so no single stride reads the elements in order and view refuses.
-# contiguous() copies: a second buffer of numel × element_size bytes, every byte read once and
-# written once. For the FFN matrix, on the meta device (shapes and strides, no memory):
-xt = x.transpose(0, 1)
-w = torch.empty(12288, 49152, dtype=torch.bfloat16, device="meta")
-extra = w.T.contiguous().numel() * w.element_size()
-print(f"{format_bytes(extra)} more memory, {format_bytes(2 * extra)} of traffic, on every call")
+# view(-1) merges dims 0 and 1 into one, which needs stride[0] == stride[1] \* size[1] = 4
+# \* 3 = 12; it is 1, so no single stride reads the elements in order and view refuses.
+# contiguous() copies: a second buffer of numel × element_size bytes, every byte read once
+# and written once. For the FFN matrix, on the meta device (shapes and strides, no memory):
+#
+# ```python
+# xt = x.transpose(0, 1)
+# w = torch.empty(12288, 49152, dtype=torch.bfloat16, device="meta")
+# extra = w.T.contiguous().numel() * w.element_size()
+# print(f"{format_bytes(extra)} more memory, {format_bytes(2 * extra)} of traffic, on every call")
+#
+# q5_needed = xt.stride(1) * xt.size(1)
+# check("x.T's stride[0], and the stride[0] that view(-1) needs", (xt.stride(0), q5_needed), (1, 12))
+# q5_extra_bytes, q5_traffic_bytes = extra, 2 * extra
+# check_answer("Q5, stride[0] that view(-1) needs", q5_needed)
+# check_answer("Q5, extra memory (bytes)", q5_extra_bytes)
+# check_answer("Q5, memory traffic (bytes)", q5_traffic_bytes)
+# ```
+#
+# </details>
 
-q5_needed = xt.stride(1) * xt.size(1)
-check("x.T's stride[0], and the stride[0] that view(-1) needs", (xt.stride(0), q5_needed), (1, 12))
-q5_extra_bytes, q5_traffic_bytes = extra, 2 * extra
-check_answer("Q5, stride[0] that view(-1) needs", q5_needed)
-check_answer("Q5, extra memory (bytes)", q5_extra_bytes)
-check_answer("Q5, memory traffic (bytes)", q5_traffic_bytes)
-
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ## Going deeper: more exercises
 #
 # One more exercise, strides worked by hand, for practice after the lecture.
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### E1.1. Strides by hand
 #
 # With `x = torch.arange(12).view(3, 4)`, predict shape, stride and storage offset of
 # `x[::2, 1:]` and `x.T[1:, ::2]` without running anything. Then predict the values of
 # `x.T[1:, ::2]` from the formula alone.
 
-# %% tags=["exercise", "deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["exercise", "deeper"]
 e1_1_a = ...  # (shape, stride, offset) of x[::2, 1:], e.g. ((3, 4), (4, 1), 0)
 e1_1_b = ...  # (shape, stride, offset) of x.T[1:, ::2]
 e1_1_values = ...  # the values of x.T[1:, ::2], as a nested list of rows
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
+from lecture_utils import check_answer
+
 check_answer("E1.1, x[::2] from column 1 on", e1_1_a)
 check_answer("E1.1, x.T[1:, ::2]", e1_1_b)
 check_answer("E1.1, values of x.T[1:, ::2]", e1_1_values)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
-# x[::2, 1:]: rows 0 and 2, so the row stride is 2 * 4 = 8; columns from 1, so offset 1.
-# x.T has strides (1, 4); [1:] moves the offset by 1 * 1, ::2 doubles the column stride to 8.
-# Values = storage indices (x holds 0..11): offset 1 + r * 1 + c * 8.
-def metadata(v):
-    return (tuple(v.shape), v.stride(), v.storage_offset())
-
-
-e1_1_a, e1_1_b = metadata(x[::2, 1:]), metadata(x.T[1:, ::2])
-e1_1_values = [[1 + r * 1 + c * 8 for c in range(2)] for r in range(3)]
-print("x.T[1:, ::2] =", x.T[1:, ::2].tolist())
-check_answer("E1.1, x[::2] from column 1 on", e1_1_a)
-check_answer("E1.1, x.T[1:, ::2]", e1_1_b)
-check_answer("E1.1, values of x.T[1:, ::2]", e1_1_values)
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
+# x[::2, 1:]: rows 0 and 2, so the row stride is 2 \* 4 = 8; columns from 1, so offset 1.
+# x.T has strides (1, 4); [1:] moves the offset by 1 \* 1, ::2 doubles the column stride to
+# 8. Values = storage indices (x holds 0..11): offset 1 + r \* 1 + c \* 8.
+#
+# ```python
+# def metadata(v):
+#     return (tuple(v.shape), v.stride(), v.storage_offset())
+#
+#
+# e1_1_a, e1_1_b = metadata(x[::2, 1:]), metadata(x.T[1:, ::2])
+# e1_1_values = [[1 + r * 1 + c * 8 for c in range(2)] for r in range(3)]
+# print("x.T[1:, ::2] =", x.T[1:, ::2].tolist())
+# check_answer("E1.1, x[::2] from column 1 on", e1_1_a)
+# check_answer("E1.1, x.T[1:, ::2]", e1_1_b)
+# check_answer("E1.1, values of x.T[1:, ::2]", e1_1_values)
+# ```
+#
+# </details>

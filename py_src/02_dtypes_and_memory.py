@@ -31,13 +31,15 @@ from lecture_utils import setup; device = setup()
 # \text{bytes per element}$. `numel` is the product of the shape; the dtype sets the bytes.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: how many bytes does a 4 × 8 × 16 float32 tensor take? And in bf16, in fp8?
 # - Run live: the cell below, and compare with the storage torch allocated.
 
 # %% tags=["claim-S7"]
 import torch
 
-from lecture_utils import check, check_answer
+from lecture_utils import check
 
 x = torch.zeros(4, 8, 16)  # float32 by default
 check("numel × bytes per element = 512 × 4", x.numel() * x.element_size(), 2048)
@@ -66,13 +68,13 @@ if device.type == "cuda":
 else:
     measured(f"on {device.type}: w.to(device) is w itself, nothing copied", moved is w, per_device=True)
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: a slice keeps its parent's storage alive
 #
 # The rule counts a tensor's *own* elements. A slice is a view that shares its parent's
 # storage (notebook 01), so holding on to a small slice keeps the whole storage alive.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.sizes import tensor_bytes
 
 row = x[0]
@@ -85,10 +87,12 @@ check("x[0]: its own bytes, and the storage it keeps alive", (tensor_bytes(row),
 # A floating-point number has a **sign** bit, **exponent** bits that set the *range* (how
 # large and how small it can be) and **mantissa** bits that set the *precision* (how many
 # significant digits it keeps). Fewer bits save memory and bandwidth, and narrow the range,
-# the precision, or both. `dtype_info` reads the table from `torch.finfo`, so nothing in
-# it is typed in:
+# the precision, or both. Next, the notes' table: `dtype_info` reads it from `torch.finfo`,
+# so nothing in it is typed in.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: fp16 and bf16 both take 2 bytes. Where do their 15 bits after the sign go?
 # - Run live: the table, the 1e-8 cell, then `1 + 1/256` in bf16.
 # - Ask the room: what does one GPT-3 FFN weight matrix cost in fp32, and in bf16?
@@ -167,14 +171,14 @@ w = torch.empty(12288, 49152, device="meta")  # shape and dtype only: no memory
 check("GPT-3 FFN weight in fp32, in bf16", [format_bytes(w.numel() * dt.itemsize) for dt in (torch.float32, bf16)],
       ["2.42 GB (2.25 GiB)", "1.21 GB (1.12 GiB)"])
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: the table tested without `finfo`
 #
 # **Casts.** Cast numbers into each dtype and read back what is stored: `max` must survive,
 # the next step up (`max` plus the gap between neighbours in the top binade) must overflow,
 # the smallest subnormal must survive and half of it must round to 0.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 import math
 
 overflow = {}
@@ -189,14 +193,14 @@ check("max, smallest subnormal survive; half of it -> 0 (all five)",
       {(cast(i.max, getattr(torch, n)) == i.max, cast(i.smallest_subnormal, getattr(torch, n)) == i.smallest_subnormal,
         cast(i.smallest_subnormal / 2, getattr(torch, n))) for n, i in infos.items()}, {(True, True, 0.0)})
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Four dtypes overflow to `inf`, but **float8_e4m3fn stays at 448**: `fn` means "finite,
 # NaN". The format has no infinity (it uses the top exponent for ordinary numbers; only
 # `S.1111.111` is NaN), so an overflowing cast must produce something else. The pinned
 # PyTorch (`constraints.txt`) **saturates** to ±448, even for `inf`; older releases
 # produced NaN, so this is a library choice, checked here for that version.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 e4m3 = torch.float8_e4m3fn
 check("max + spacing: fp32, fp16, bf16, e5m2 -> inf; e4m3fn saturates",
       [overflow[n] for n in FLOATS], [math.inf, math.inf, math.inf, 448.0, math.inf])
@@ -204,11 +208,11 @@ check("e4m3fn: 1e6, inf, -inf saturate; nan stays nan",
       [cast(1e6, e4m3), cast(math.inf, e4m3), cast(-math.inf, e4m3), math.isnan(cast(math.nan, e4m3))],
       [448.0, 448.0, -448.0, True])
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **Every bit pattern.** A 16-bit dtype has 65,536 patterns and an 8-bit one 256, so the
 # small formats can be decoded exhaustively:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 print(f"{'dtype':<14} {'patterns':>8} {'inf':>4} {'NaN':>5} {'largest finite':>15} {'smallest > 0':>13}")
 every = {}
 for name in FLOATS[1:]:
@@ -223,14 +227,14 @@ for name in FLOATS[1:]:
 check("dtypes whose largest finite and smallest positive patterns are the table's max and smallest subnormal",
       [n for n in every if every[n] == (infos[n].max, infos[n].smallest_subnormal)], list(every))
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **The bits of a number.** Store a number, view the same bytes as an integer, and split
 # the bits into sign | exponent | mantissa with `dtype_info`'s widths. Decoding the fields
 # by the IEEE rule, $(-1)^s \cdot 1.m \cdot 2^{e - \text{bias}}$ with
 # $\text{bias} = 2^{E-1}-1$ (subnormals: $0.m \cdot 2^{1-\text{bias}}$), must give back the
 # stored value; a wrong field width would not.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32}
 
 
@@ -258,7 +262,7 @@ for value in (-1.5, 0.1):
         print(f"  {name:<14} {s} | {e:<8} | {m:<23}  = {stored[value, name]!r}")
 check("cases where the decoded bits give the value torch stored", sum(decoded[k] == stored[k] for k in stored), 10)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # -1.5 has the same bits in every dtype: sign 1, the exponent field equal to the bias
 # ($2^0$), mantissa `1000…` (binary 1.1). 0.1 has no exact binary form, so each dtype keeps
 # what its mantissa allows: e5m2 stores 0.09375, 6% off.
@@ -267,12 +271,12 @@ check("cases where the decoded bits give the value torch stored", sum(decoded[k]
 # its largest value is 0.4% lower (fewer mantissa bits to fill the top binade), and its
 # subnormals stop at 9.2e-41 rather than 1.4e-45. For training, "the same range" holds.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 check("bf16 / fp32: smallest normal, largest value (3 digits)",
       (infos["bfloat16"].smallest_normal / infos["float32"].smallest_normal,
        round(infos["bfloat16"].max / infos["float32"].max, 3)), (1.0, 0.996))
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: the fp16 cliff, overflow, and rounding error across the range
 #
 # **The cliff below 6e-5.** Subnormal fp16 values lose relative precision as they shrink,
@@ -280,7 +284,7 @@ check("bf16 / fp32: smallest normal, largest value (3 digits)",
 # which implements subnormals; kernels that flush subnormals to zero for speed make the
 # cutoff 6e-5 after all.)
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 print(f"{'value':>9} {'stored in fp16':>15} {'relative error':>15}")
 for value in (1e-4, 6.2e-5, 1e-6, 3.0e-8, 2.9e-8):
     got = cast(value, fp16)
@@ -288,24 +292,24 @@ for value in (1e-4, 6.2e-5, 1e-6, 3.0e-8, 2.9e-8):
 check("in units of 2**-24: 3.0e-8 rounds up to 1; 2.9e-8 and 2**-25 (a tie, to even) to 0",
       [cast(v, fp16) / 2.0**-24 for v in (3.0e-8, 2.9e-8, 2.0**-25)], [1.0, 0.0, 0.0])
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **Overflow.** fp16 overflows to `inf` once rounding passes 65504, from the midpoint 65520
 # upward. bf16 keeps 70000, to the nearest multiple of 512 (its spacing in $[2^{16}, 2^{17})$).
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 check("fp16: 65519, 65520, 70000", [cast(v, fp16) for v in (65519.0, 65520.0, 70000.0)],
       [65504.0, math.inf, math.inf])
 check("bf16: 70000 -> 137 × 512", cast(70000.0, bf16), 70144.0)
 check("1 + 1/256 survives in fp16 (eps 1/1024)", cast(1 + 1 / 256, fp16), 1.00390625)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **Rounding error across the range.** Every binade $[2^k, 2^{k+1})$ from $2^{-30}$ to
 # $2^{20}$ gets 64 values, cast into each dtype and compared with the float64 original; the
 # plot shows the *worst* relative error per binade. In the normal range it is flat at about
 # eps/2; below the smallest normal it doubles with every binade down until values round to
 # 0 (100%); past `max` the cast overflows (drawn at 100% too).
 
-# %% caption="Worst relative rounding error against a value's magnitude for fp32, fp16 and bf16, with each dtype's eps/2 dotted." tags=["deeper"]
+# %% caption="Worst relative rounding error against a value's magnitude for fp32, fp16 and bf16, with each dtype's eps/2 dotted." slideshow={"slide_type": "skip"} tags=["deeper"]
 K = torch.arange(-30, 21)                                   # binade exponents
 x64 = torch.logspace(-30, 21, 64 * len(K) + 1, base=2, dtype=torch.float64)[:-1]
 worst = {}
@@ -333,7 +337,7 @@ fig.tight_layout()
 plt.show()
 
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 def worst_at(name, k):
     """The worst relative error in binade [2**k, 2**(k+1))."""
     return worst[name][k - int(K[0])].item()
@@ -349,7 +353,7 @@ check("fp16 below 2^-14: the error doubles each binade down (2^-16 vs 2^-15, 2^-
 check("fp16 from 2^-25 down, and past its max: 100%",
       [min(worst_at("float16", k) for k in range(-30, -24)) >= 0.5, worst_at("float16", 20)], [True, 1.0])
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: roles, and the FFN matrix allocated on a GPU
 #
 # The notes' table has one more column, each format's role in a training run:
@@ -367,7 +371,7 @@ check("fp16 from 2^-25 down, and past its max: 100%",
 # `memory_allocated()` must grow by exactly the predicted bytes (1,207,959,552 is a multiple
 # of its 512-byte rounding). Elsewhere the cell prints one line saying why it was skipped.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils import cuda_only
 
 if cuda_only(device, "allocating the bf16 FFN matrix for real"):
@@ -390,6 +394,8 @@ if cuda_only(device, "allocating the bf16 FFN matrix for real"):
 # (`param_breakdown` builds each recipe from dtypes, so its bytes come from `itemsize`):
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: what does training keep for each parameter, and how many bytes is that with AdamW?
 # - Ask the room: does mixed precision shrink that number?
 # - Ask the room: why does adding replicated GPUs not raise the limit?
@@ -439,7 +445,7 @@ check("... with a 16-bit gradient kept as well", sum(megatron.values()) + b16, 2
 # 16 to 20 bytes per parameter remain, against 16 in fp32. The big savings come from
 # *sharding* that state across GPUs (ZeRO / FSDP, Lectures 7–8).
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: AdamW's training state, measured
 #
 # The table is arithmetic. To test it, build a small model, run one real AdamW step, and
@@ -447,7 +453,7 @@ check("... with a 16-bit gradient kept as well", sum(megatron.values()) + b16, 2
 # torch's AdamW also keeps a `step` counter per parameter *tensor* (a 0-d fp32 tensor, 4
 # bytes whatever the tensor's size), counted separately.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 import copy
 
 from torch import nn
@@ -476,7 +482,7 @@ print({key: f"{b / n_params:g} B/param" for key, b in parts.items()})
 check("step counters: one 4-byte scalar per parameter tensor", parts["step"], 4 * len(params))
 check("everything else: 16 bytes per parameter", (sum(parts.values()) - parts["step"]) / n_params, 16.0)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The two mixed-precision layouts, measured the same way:
 #
 # * **`torch.autocast`** (the notes' §8.3) runs matmuls in bf16, but parameters and
@@ -487,7 +493,7 @@ check("everything else: 16 bytes per parameter", (sum(parts.values()) - parts["s
 #   layout): each bf16 gradient is accumulated into a persistent fp32 main gradient and
 #   then dropped, and AdamW updates the fp32 master: 18 bytes.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 model_ac = copy.deepcopy(model)
 params_ac = list(model_ac.parameters())
 opt_ac = torch.optim.AdamW(params_ac, lr=1e-3)
@@ -519,12 +525,12 @@ print({key: f"{b / n_params:g} B/param" for key, b in parts_bf.items()})
 check("bf16 weights + fp32 main gradients + fp32 master, m, v (without step counters)",
       (sum(parts_bf.values()) - parts_bf["step"]) / n_params, 18.0)
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: every recipe, and a calculator
 #
 # Other optimizers keep fewer statistics:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.recipes import RECIPES
 
 print(f"{'recipe':<20} {'bytes':<18} {'total':>5}   parts")
@@ -532,17 +538,17 @@ for recipe in RECIPES:
     parts = param_breakdown(recipe)
     print(f"{recipe:<20} {' + '.join(map(str, parts.values())):<18} {bytes_per_param(recipe):>5}   {', '.join(parts)}")
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Change the inputs to see the per-GPU training state for any size, recipe and GPU count.
 # Widgets need a live kernel; a static view shows only their text, so a printed table and a
 # figure for a 7B model follow.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.widgets import memory_calculator
 
 memory_calculator()
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.recipes import training_state_table
 
 N, H100 = 7_000_000_000, 80e9
@@ -555,14 +561,14 @@ for part in tables["1 GPU"]:
 check("per-GPU totals: 16 B × 7B, unchanged by replication, / 8 when sharded",
       [t["total"] for t in tables.values()], [16 * N, 16 * N, 16 * N // 8])
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Per-GPU training state of the 7B model for every recipe, each bar stacked from its parts.
 # On one GPU, or replicated on eight, only plain SGD (8 B/param) gets under the 80 GB line;
 # sharded eight ways, every recipe does. All of these are upper bounds: activations,
 # temporary buffers (all-gathered weights, communication buckets, workspaces, the CUDA
 # context) and allocator fragmentation also live on the GPU.
 
-# %% caption="Training state per GPU for a 7B model by recipe, on 1 GPU, 8 replicated and 8 sharded, against 80 GB." tags=["deeper"]
+# %% caption="Training state per GPU for a 7B model by recipe, on 1 GPU, 8 replicated and 8 sharded, against 80 GB." slideshow={"slide_type": "skip"} tags=["deeper"]
 PART_COLORS = {}
 fig, axes = plt.subplots(1, 3, figsize=(14, 5.5), sharey=True)
 per_gpu_gb = {}
@@ -610,11 +616,13 @@ check("recipes under 80 GB: 1 GPU, 8 replicated, 8 sharded",
 # hidden solution only after you have tried.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Give 3 minutes per question: fill in the `...`, run the check cell.
 # - Ask the room (Q2): which of the 11 gradients survive fp16, and what does scaling by 2**16 break?
 # - Ask the room (Q3): why does adding replicated GPUs not raise the limit?
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "-"}
 # ### Q2. fp16 and bf16 are both 2 bytes. Why does bf16 training need no loss scaling?
 #
 # Show it with numbers: take the 11 gradients 1e-10, 1e-9, ..., 1e-1, 1, store them in fp16
@@ -629,36 +637,46 @@ q2_rescued = ...  # how many of the fp16 zeros survive with loss scaling by 2**1
 q2_one_scaled = ...  # what a gradient of 1.0, scaled by 2**16, becomes in fp16 (a float)
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+from lecture_utils import check_answer
+
 check_answer("Q2, gradients lost in fp16", q2_zeros_fp16)
 check_answer("Q2, gradients lost in bf16", q2_zeros_bf16)
 check_answer("Q2, gradients loss scaling rescues", q2_rescued)
 check_answer("Q2, 1.0 x 2**16 in fp16", q2_one_scaled)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "claim-S39"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution", "claim-S39"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
 # Answer. fp16 has 5 exponent bits: its normal range ends at 6.1e-5 and its subnormals at
-# 6e-8, so 1e-8 and below become exactly 0. Scaling by 2**16 lifts them into fp16's range
+# 6e-8, so 1e-8 and below become exactly 0. Scaling by 2\*\*16 lifts them into fp16's range
 # (1e-8 -> 6.6e-4), and dividing in fp32 brings them back. But one fixed scale cannot suit
-# every gradient: 1.0 * 2**16 = 65536 is above fp16's max 65504, so it overflows to inf,
-# and fp16 training needs a *dynamic* loss scaler that skips the step and lowers the scale
+# every gradient: 1.0 \* 2\*\*16 = 65536 is above fp16's max 65504, so it overflows to inf,
+# and fp16 training needs a \*dynamic\* loss scaler that skips the step and lowers the scale
 # when it sees inf. bf16 has fp32's 8 exponent bits: every gradient above ~1e-38 keeps its
 # magnitude and none of this is needed. It pays in precision instead (eps = 1/128), which
 # training tolerates; a gradient rounded to 0 carries no signal at all.
-SCALE = 2.0**16
-grads = [1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0]
-print(f"{'gradient':>9} {'fp16':>11} {'bf16':>11} {'fp16 x 2^16':>12} {'unscaled':>11}")
-for g in grads:
-    print(f"{g:>9.0e} {cast(g, fp16):>11.4g} {cast(g, bf16):>11.4g} {cast(g * SCALE, fp16):>12.4g} "
-          f"{cast(g * SCALE, fp16) / SCALE:>11.4g}")
-lost_fp16 = [g for g in grads if cast(g, fp16) == 0]
-q2_zeros_fp16, q2_zeros_bf16 = len(lost_fp16), sum(cast(g, bf16) == 0 for g in grads)
-q2_rescued = sum(0 < cast(g * SCALE, fp16) < float("inf") for g in lost_fp16)
-q2_one_scaled = cast(1.0 * SCALE, fp16)
-check("fp16 loses gradients that bf16 keeps, and scaling rescues every one of them",
-      (q2_zeros_fp16 > q2_zeros_bf16, q2_rescued == q2_zeros_fp16), (True, True))
-check_answer("Q2, gradients lost in fp16", q2_zeros_fp16)
-check_answer("Q2, gradients lost in bf16", q2_zeros_bf16)
-check_answer("Q2, gradients loss scaling rescues", q2_rescued)
-check_answer("Q2, 1.0 x 2**16 in fp16", q2_one_scaled)
+#
+# ```python
+# SCALE = 2.0**16
+# grads = [1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0]
+# print(f"{'gradient':>9} {'fp16':>11} {'bf16':>11} {'fp16 x 2^16':>12} {'unscaled':>11}")
+# for g in grads:
+#     print(f"{g:>9.0e} {cast(g, fp16):>11.4g} {cast(g, bf16):>11.4g} {cast(g * SCALE, fp16):>12.4g} "
+#           f"{cast(g * SCALE, fp16) / SCALE:>11.4g}")
+# lost_fp16 = [g for g in grads if cast(g, fp16) == 0]
+# q2_zeros_fp16, q2_zeros_bf16 = len(lost_fp16), sum(cast(g, bf16) == 0 for g in grads)
+# q2_rescued = sum(0 < cast(g * SCALE, fp16) < float("inf") for g in lost_fp16)
+# q2_one_scaled = cast(1.0 * SCALE, fp16)
+# check("fp16 loses gradients that bf16 keeps, and scaling rescues every one of them",
+#       (q2_zeros_fp16 > q2_zeros_bf16, q2_rescued == q2_zeros_fp16), (True, True))
+# check_answer("Q2, gradients lost in fp16", q2_zeros_fp16)
+# check_answer("Q2, gradients lost in bf16", q2_zeros_bf16)
+# check_answer("Q2, gradients loss scaling rescues", q2_rescued)
+# check_answer("Q2, 1.0 x 2**16 in fp16", q2_one_scaled)
+# ```
+#
+# </details>
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Q3. How big a model fits on 8 × 80 GB H100s once activations need room?
@@ -675,20 +693,31 @@ q3_eight_sharded_80 = ...  # on 8 GPUs, perfectly sharded, 20% held back
 q3_mixed_sharded_80 = ...  # the same 8 sharded GPUs with Megatron's mixed precision
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+from lecture_utils import check_answer
+
 check_answer("Q3, one GPU with 20% held back", q3_one_gpu_80)
 check_answer("Q3, eight GPUs sharded with 20% held back", q3_eight_sharded_80)
 check_answer("Q3, eight sharded in Megatron's mixed precision with 20% held back", q3_mixed_sharded_80)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "claim-S39"]
-# Answer. Only 0.8 * 80 GB is left for the training state: naive fp32 AdamW (16 bytes per
-# parameter) fits 0.8 * 80e9 / 16 = 4B on one GPU and 0.8 * 8 * 80e9 / 16 = 32B on 8 sharded.
-# Megatron's layout keeps 2 + 4 + 4 + 4 + 4 = 18 bytes per parameter: 0.8 * 640e9 / 18 =
-# 28.4B. (Read "80 GB" as 80 GiB, closer to the H100's HBM, and every limit grows by 7%.)
-fp32_adamw, megatron = 4 + 4 + 4 + 4, 2 + 4 + 4 + 4 + 4  # bytes per parameter
-q3_one_gpu_80, q3_eight_sharded_80 = 0.8 * 80e9 / fp32_adamw, 0.8 * 8 * 80e9 / fp32_adamw
-q3_mixed_sharded_80 = 0.8 * 8 * 80e9 / megatron
-check("mixed precision fits fewer parameters than fp32 AdamW: 18 > 16 bytes",
-      q3_mixed_sharded_80 < q3_eight_sharded_80, True)
-check_answer("Q3, one GPU with 20% held back", q3_one_gpu_80)
-check_answer("Q3, eight GPUs sharded with 20% held back", q3_eight_sharded_80)
-check_answer("Q3, eight sharded in Megatron's mixed precision with 20% held back", q3_mixed_sharded_80)
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution", "claim-S39"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
+# Answer. Only 0.8 \* 80 GB is left for the training state: naive fp32 AdamW (16 bytes per
+# parameter) fits 0.8 \* 80e9 / 16 = 4B on one GPU and 0.8 \* 8 \* 80e9 / 16 = 32B on 8
+# sharded. Megatron's layout keeps 2 + 4 + 4 + 4 + 4 = 18 bytes per parameter: 0.8 \* 640e9
+# / 18 = 28.4B. (Read "80 GB" as 80 GiB, closer to the H100's HBM, and every limit grows by
+# 7%.)
+#
+# ```python
+# fp32_adamw, megatron = 4 + 4 + 4 + 4, 2 + 4 + 4 + 4 + 4  # bytes per parameter
+# q3_one_gpu_80, q3_eight_sharded_80 = 0.8 * 80e9 / fp32_adamw, 0.8 * 8 * 80e9 / fp32_adamw
+# q3_mixed_sharded_80 = 0.8 * 8 * 80e9 / megatron
+# check("mixed precision fits fewer parameters than fp32 AdamW: 18 > 16 bytes",
+#       q3_mixed_sharded_80 < q3_eight_sharded_80, True)
+# check_answer("Q3, one GPU with 20% held back", q3_one_gpu_80)
+# check_answer("Q3, eight GPUs sharded with 20% held back", q3_eight_sharded_80)
+# check_answer("Q3, eight sharded in Megatron's mixed precision with 20% held back", q3_mixed_sharded_80)
+# ```
+#
+# </details>

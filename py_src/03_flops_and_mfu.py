@@ -24,10 +24,11 @@ from lecture_utils import setup; device = setup()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## §1.1 The opening estimate: how long does a 70B model take to train?
 #
-# $N = 70 \times 10^9$ parameters trained on $D = 15 \times 10^{12}$ tokens cost about
-# $6ND$ FLOPs: $2ND$ forward, $4ND$ backward (§3.3). `training_flops` is the rule as code.
+# $N = 70 \times 10^9$ parameters, $D = 15 \times 10^{12}$ tokens: about $6ND$ FLOPs ($2ND$ forward, $4ND$ backward, §3.3).
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: the datasheet says 1979 TFLOP/s in bf16. Do we divide by that?
 
 # %%
@@ -35,11 +36,11 @@ from fractions import Fraction
 
 import torch
 
-from lecture_utils import check, check_answer, cuda_only, measured
+from lecture_utils import check, cuda_only, measured
 from lecture_utils.flops import TrainingFlops  # forward, backward, and .total
 
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "-"}
 # @save lecture_utils/flops.py
 def training_flops(n_params, n_tokens) -> TrainingFlops:
     """6ND: forward 2ND (a multiply-add per parameter per token), backward 4ND (§3.3)."""
@@ -52,8 +53,8 @@ C = training_flops(N, D)  # C.forward = 2ND, C.backward = 4ND
 check("6ND for 70B params x 15T tokens (FLOPs)", C.total, 6_300_000_000_000_000_000_000_000)
 
 # %% [markdown]
-# For scale: 20 GPT-3s ($3.14 \times 10^{23}$ FLOPs, Brown et al. 2020), under the
-# $10^{26}$ of the 2023 US reporting rule (EO 14110, revoked 2025; checked below).
+# For scale: 20 GPT-3s ($3.14 \times 10^{23}$ FLOPs), under the $10^{26}$ of the 2023 US
+# reporting rule (EO 14110, revoked 2025); "Going deeper" checks both.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The datasheet's headline figure is the sparse one: halve it
@@ -91,13 +92,13 @@ days_ideal = total_flops / (h100_flop_per_sec * 1.0 * 1024 * 60 * 60 * 24)
 check("1024 H100s at MFU 0.5 (days)", round(days, 1), 143.9)
 check("1024 H100s at MFU 1, the peak itself (days)", round(days_ideal, 1), 72.0)
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: GPT-3 for scale, the sparse trap, and the estimate for other GPUs
 #
 # **For scale**, GPT-3 by the same rule. **The 2:4 pattern.** In a 2:4 sparse row two of every four weights are zero; the sparse
 # tensor cores do only the other two multiplies, the share that turns 1979 into 989.5:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 gpt3 = training_flops(175_000_000_000, 300_000_000_000).total
 check("GPT-3 by 6ND, this run in GPT-3s, and under 1e26",
       (f"{gpt3:.3g}", round(C.total / gpt3), C.total < 10**26), ("3.15e+23", 20, True))
@@ -105,13 +106,13 @@ row = torch.tensor([0.7, 0.0, -1.3, 0.0, 0.0, 0.2, 0.0, 0.9])  # 2:4 sparse: two
 done = (row != 0).float().mean().item()  # the share of multiplies the sparse tensor cores really do
 check("H100 dense bf16 peak = 1979 x that share (TFLOP/s)", 1979 * done, h100.peak("bf16") / 1e12)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **The trap.** Plug in the sparse 1979 by mistake and the same MFU 0.5 gives 72 days: a
 # plausible-looking number that is half the real time. The notes warn that the real time
 # is easily 2–4× the "ideal" estimate; the full 4× is exactly this pair of mistakes:
 # sparse peak *and* MFU 1.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 import matplotlib.pyplot as plt
 
 
@@ -127,26 +128,26 @@ print(f"sparse peak, MFU 1.0: {days_paper:6.1f} days  <- the spec sheet's dream"
 check("sparse at MFU 0.5 == dense at MFU 1 (days)", round(days_sparse, 6), round(days_ideal, 6))
 check("the honest estimate / the dream", round(days / days_paper, 9), 4.0)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **A calculator.** Everything in the opening estimate fits in one formula: days = $6ND$ /
 # (dense peak × MFU × GPUs) / 86 400. `training_days` computes it against any GPU of the
 # hardware table, and the widget below puts it behind input boxes (it needs a live kernel; a
 # static view shows only the widget's description, so a printed table follows).
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.flops import training_days, training_time_table
 from lecture_utils.widgets import training_time_calculator
 
 training_time_calculator()
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The static version: 70B parameters, 15T tokens, 1024 GPUs of each generation, at three
 # MFUs, against the dense bf16 peak. The H200 row equals the H100 row: the same chip with
 # more and faster memory, which a FLOP count cannot see (bandwidth only shows in the time of
 # memory-bound work, like the elementwise op of §3.1). `tests/test_nb03_flops.py` checks the
 # rows.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 GPUS = [("A100", 1024), ("H100", 1024), ("H200", 1024), ("B200", 1024)]
 MFUS = (0.3, 0.5, 1.0)
 table = training_time_table(N, D, GPUS, mfus=MFUS)
@@ -154,12 +155,12 @@ print(f"{'70B x 15T tokens':<18} {'GPUs':>5}" + "".join(f"{'MFU ' + str(m):>10}"
 for name, count, days_by_mfu in table:
     print(f"{name:<18} {count:>5}" + "".join(f"{days_by_mfu[m]:>10.1f}" for m in MFUS))
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The same formula for every GPU in the hardware table, as curves: days = $6ND$ /
 # (dense bf16 peak × MFU × 1024) / 86 400 falls as 1/MFU, so halving MFU doubles the time
 # on every chip. The dotted line marks the notes' MFU 0.5.
 
-# %% caption="Training days for 6ND against MFU for each GPU's dense bf16 peak, 1024 GPUs." tags=["deeper"]
+# %% caption="Training days for 6ND against MFU for each GPU's dense bf16 peak, 1024 GPUs." slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.hardware import ACCELERATORS
 
 MFU_GRID = [m / 100 for m in range(10, 101, 5)]
@@ -192,9 +193,11 @@ plt.show()
 # | `y = s + q` | 8 | 4 |
 #
 # 28 bytes for 3 FLOPs. FLOPs per byte is the **arithmetic intensity**; below the *ridge
-# point* (peak FLOP/s ÷ bandwidth; H100 fp32: 20) an op is **memory-bound**. Traced:
+# point* (peak FLOP/s ÷ bandwidth; H100 fp32: 20) an op is **memory-bound**. Next: traced.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: on an H100, does `sin(x) + x*x` wait on the arithmetic or on memory?
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S15"]
@@ -219,7 +222,7 @@ check("eager sin(x) + x*x, traced: bytes moved per element", eager_bytes, 28.0)
 # pays one-off costs, one run is noisy. So: warm up, synchronize, take a median
 # (`torch.utils.benchmark`, used later, does the same).
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "-"}
 import statistics
 import time
 
@@ -252,7 +255,7 @@ measured("sin(x) + x*x, achieved traffic (28 B per element)", 28 * x.numel() / t
 measured("its time / a copy's (the bytes predict 3.5)", t_op / t_copy)
 assert device.type != "cuda" or t_op / t_copy < 10, "on a GPU it should cost a few copies, as its bytes say"
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: what the counters see, and fusion
 #
 # **FLOPs.** A `sin` is really a dozen or more instructions, but the literature counts each
@@ -261,7 +264,7 @@ assert device.type != "cuda" or t_op / t_copy < 10, "on a GPU it should cost a f
 # `count_flops` flags matmul-like ops that ran without a formula; elementwise ops are not
 # matmul-like, so nothing is flagged either:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.flops import count_flops
 
 ew = count_flops(sin_plus_square, x_small, backward=False)
@@ -270,24 +273,24 @@ check("...and nothing is flagged as uncounted", ew.uncounted_ops, ())
 ridge = h100.peak("fp32") / h100.hbm_bandwidth  # 67 TFLOP/s / 3.35 TB/s = 20 FLOP/byte
 check("the H100's fp32 ridge point is this many times its intensity: memory-bound", round(ridge / intensity), 187)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **The clock, checked.** `torch.utils.benchmark` (through `time_fn`) warms up, synchronizes
 # and repeats until a minimum run time has passed: its median must land near `time_op`'s.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.bench import time_fn
 
 t_benchmark = time_fn(sin_plus_square, x, min_run_time=0.05)
 measured("torch.utils.benchmark's median / time_op's", t_benchmark / t_op)
 assert 0.1 < t_benchmark / t_op < 10  # the same order of magnitude: a broken clock is off by far more
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **Bytes.** The unavoidable traffic is to read `x` once and write `y` once: 4 + 4 = **8
 # bytes per element** in fp32. That is what a *fused* kernel (one pass over memory) moves,
 # and the traced eager table above, kernel by kernel (`x * x` passes the same tensor twice;
 # a kernel reads it once):
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 n = x_small.numel()
 print(f"{'kernel':<7} {'read B/elem':>12} {'written B/elem':>15}")
 for name, read, written in traffic.ops:
@@ -351,7 +354,7 @@ check("the largest matmul is at least 5x the smallest in FLOP/s, the elementwise
 plot_roofline(points, best, bandwidth, title=f"fp32 on {device.type}, measured: the roofs are the best matmul and the copy")
 plt.show()
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: the roofline from the spec sheet
 #
 # The **roofline** draws both limits at once: an op of intensity $I$ can reach at most
@@ -361,7 +364,7 @@ plt.show()
 # roof from $n = 128$. Matmuls dominate the FLOPs, but not necessarily the *time*:
 # elementwise ops, norms and softmax do few FLOPs yet each pays full memory traffic.
 
-# %% caption="H100 fp32 roofline from the spec sheet, with sin(x)+x*x and square matmuls at the best FLOP/s each can reach." tags=["deeper"]
+# %% caption="H100 fp32 roofline from the spec sheet, with sin(x)+x*x and square matmuls at the best FLOP/s each can reach." slideshow={"slide_type": "skip"} tags=["deeper"]
 def matmul_intensity(n, bytes_per_element):
     return Fraction(matmul_flops(n, n, n), 3 * n * n * bytes_per_element)  # FLOPs / bytes moved
 
@@ -374,12 +377,12 @@ fig = plot_roofline([(label, float(i), min(spec_peak, spec_bandwidth * float(i))
 fig.axes[0].set_ylabel("attainable FLOP/s (at best)", fontsize=13)
 plt.show()
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The numbers behind the picture: FLOPs, minimum bytes and intensity of square fp32
 # matmuls, how many times the elementwise op's intensity each one reaches, and the
 # smallest power-of-two $n$ at which each dtype's matmul passes the H100's ridge.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 print(f"{'n':>5} {'FLOPs':>10} {'min bytes':>10} {'FLOP/byte':>10} {'x elementwise':>14}")
 for size in (64, 256, 1024, 4096, 8192):
     i = matmul_intensity(size, 4)
@@ -393,7 +396,7 @@ first_compute_bound = {dt: min(2**p for p in range(4, 14)  # n = 16 ... 8192
 check("H100: the smallest power-of-two n at which an n^3 matmul is compute-bound", first_compute_bound,
       {"fp32": 128, "bf16": 1024})
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # How to read the measured roofline of the core: on a CPU, small tensors can land *above*
 # the slanted roof (they fit in cache, faster than the memory the copy was timed on), and
 # the elementwise point sits far *below* it because a CPU `sin` costs many instructions,
@@ -408,6 +411,8 @@ check("H100: the smallest power-of-two n at which an n^3 matmul is compute-bound
 # times that factor 2; here, what $6ND$ leaves out.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: which matmuls does 6ND not see, and when do they matter?
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -434,7 +439,7 @@ def over_6nd(**shape):
 gpt2_small = get_config("gpu").flops_kwargs(1024)
 check("the whole model (N = 123.6M): exact / 6ND, and with the masked half skipped", over_6nd(**gpt2_small), (1.153, 1.076))
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: the gap to 6ND exactly, fused attention, and the attention term against T
 #
 # On the tiny model (2 sequences of 128 tokens) two things separate the count from
@@ -449,7 +454,7 @@ check("the whole model (N = 123.6M): exact / 6ND, and with the masked half skipp
 #
 # Together these explain the gap exactly. First the count itself, backward twice the forward:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.models import GPT
 
 cfg = get_config("tiny")
@@ -458,7 +463,7 @@ idx = torch.randint(0, cfg.vocab_size, (2, cfg.seq_len))  # 2 sequences of 128 t
 counted = count_flops(model, idx)  # forward, then backward
 check("backward == 2 x forward (4ND == 2 x 2ND)", counted.backward, 2 * counted.forward)
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.flops import transformer_flops
 from lecture_utils.models import n_params
 
@@ -480,15 +485,15 @@ parts = transformer_flops_breakdown(**cfg.flops_kwargs(seq))
 check("attention term == QK^T + AV parts of the exact count",
       attention, batch * (parts["attention scores (QK^T)"] + parts["attention weighted sum (AV)"]))
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Where the exact forward FLOPs of the tiny model go, per sequence. The vocabulary (8192) is
 # large next to $d_\text{model} = 64$, so the output layer dominates:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 for part, flops in parts.items():
     print(f"{part:<28} {flops:>12,}  {flops / exact_per_seq:6.1%}")
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **A silent zero: fused attention on the CPU.** The same model with `attention="sdpa"`
 # calls `F.scaled_dot_product_attention`, which on a GPU dispatches to fused kernels
 # (FlashAttention and friends). On the CPU it runs an op that `FlopCounterMode` has **no
@@ -496,7 +501,7 @@ for part, flops in parts.items():
 # `count_flops` names the op in `uncounted_ops`, so the number below is labelled as an
 # undercount rather than silently trusted:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 model_sdpa = GPT(get_config("tiny", attention="sdpa"))
 model_sdpa.load_state_dict(model.state_dict())
 counted_sdpa = count_flops(model_sdpa, idx)
@@ -509,13 +514,13 @@ check("the missing forward FLOPs are exactly QK^T + AV", missing, attention)
 check("same outputs as math attention", torch.allclose(model_sdpa(idx), model(idx), atol=1e-5),
       True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # On CUDA, `FlopCounterMode` *does* have formulas for the fused attention kernels, so the
 # forward count is exact again. (Its backward formula also counts the recomputation of the
 # attention scores that fused kernels do, so the backward can come out a little above 2×
 # the forward.)
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 if cuda_only(device, "counting fused (sdpa) attention on CUDA"):
     with torch.device(device):  # initialised on the GPU, from its own random stream
         gpu_model = GPT(get_config("tiny", attention="sdpa"))
@@ -528,7 +533,7 @@ if cuda_only(device, "counting fused (sdpa) attention on CUDA"):
     assert gpu_counted.backward >= 2 * gpu_counted.forward
     del gpu_model
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **The attention term against $T$.** Per token and per layer, attention adds $4Td$ FLOPs
 # to the forward pass, while the weights cost $2N$ per token in all. With $N$ the matmul
 # weights, the exact count over the estimate is
@@ -541,7 +546,7 @@ if cuda_only(device, "counting fused (sdpa) attention on CUDA"):
 # against `transformer_flops` for GPT-2 small and a 70B-shaped model (80 layers,
 # $d = 8192$), at every $T$ from 128 to 32K, without building either model.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 MODELS = {"GPT-2 small (gpu config)": {k: v for k, v in gpt2_small.items() if k != "seq_len"},
           # 70B-shaped: plain multi-head attention and a 4d MLP, so N = 64.7B, not Llama's 70B
           "70B-shaped": {"n_layers": 80, "d_model": 8192, "n_heads": 64, "vocab_size": 32000,
@@ -568,7 +573,7 @@ check("exact / 2NT == 1 + 2LTd/N: cases where it holds exactly", formula_holds.c
 check("70B-shaped at T = 4K and at 32K: ratio",
       (round(float(ratios["70B-shaped"][5]), 3), round(float(ratios["70B-shaped"][8]), 3)), (1.083, 1.664))
 
-# %% caption="Exact forward FLOPs over 2NT against sequence length: the attention term grows linearly in T." tags=["deeper"]
+# %% caption="Exact forward FLOPs over 2NT against sequence length: the attention term grows linearly in T." slideshow={"slide_type": "skip"} tags=["deeper"]
 fig, ax = plt.subplots(figsize=(7.0, 3.5))
 for label, r in ratios.items():
     ax.plot(SEQ_LENS, [float(v) for v in r], "o-", label=label)
@@ -580,7 +585,7 @@ ax.legend(frameon=False)
 fig.tight_layout()
 plt.show()
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The notes say the attention term is small "when the context is well below the model
 # width" and must be added back "for long contexts (32K+)". Both hold; the numbers show
 # where the line falls:
@@ -606,6 +611,8 @@ plt.show()
 # An amount over a rate is a time. The notes' dense peaks (BF16 15–16× FP32):
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: a job moves to bf16 and runs 6× faster. Does its MFU go up?
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -651,14 +658,14 @@ for dt, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
 # higher: its peak is 14.8× higher. On a CPU without bf16 matrix instructions, bf16 is
 # converted to fp32 and back, and can even run slower.
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: MFU across dtypes, sizes and shapes
 #
 # **A sweep.** Each dtype timed at two sizes, because small shapes lower MFU (idle cores,
 # fixed overheads weigh more); on a GPU the sweep adds TF32, the fp32 tensor-core mode. On a
 # CPU each dtype's peak is measured, and raised to any timing that beats it.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from pathlib import Path
 
 from lecture_utils.bench import matmul_flops_per_s
@@ -687,12 +694,12 @@ if device.type == "cpu" and Path("/proc/cpuinfo").exists():
     measured("CPU bf16 matrix instructions (avx512_bf16, amx_bf16)",
              ", ".join(f for f in ("avx512_bf16", "amx_bf16") if f in flags) or "none", per_device=True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The timings taken so far, as one picture: achieved FLOP/s against matmul size, one line
 # per dtype (the fp32 sizes of §3.2's roofline plus this sweep's sizes; nothing is re-timed). Small
 # matmuls cannot keep the machine busy; the curves flatten as they approach the peak.
 
-# %% caption="Measured matmul throughput against matrix size for each dtype on this machine." tags=["deeper"]
+# %% caption="Measured matmul throughput against matrix size for each dtype on this machine." slideshow={"slide_type": "skip"} tags=["deeper"]
 for size, rate in fp32_rates.items():  # the fp32 sweep of §3.2
     rates_by_dtype["fp32"][size] = max(rate, rates_by_dtype["fp32"].get(size, 0.0))
 fig, ax = plt.subplots(figsize=(10, 5))
@@ -711,7 +718,7 @@ plt.show()
 check("sizes plotted per dtype", {dt: len(v) for dt, v in rates_by_dtype.items()},
       {dt: (len(set(SIZES) | set(MFU_SIZES)) if dt == "fp32" else 2) for dt in MFU_DTYPES})
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # bf16 on a CPU is fast only where the CPU has bf16 matrix instructions (AVX-512 BF16,
 # AMX; run on a CPU, the sweep says which this one has). Without them torch converts to fp32
 # and back, and a bf16 matmul can run several times *slower* than fp32: no bf16 units, not a
@@ -724,7 +731,7 @@ check("sizes plotted per dtype", {dt: len(v) for dt, v in rates_by_dtype.items()
 # slower and has a *lower* MFU, yet its HFU can look better. Compare runs by MFU (the notes'
 # rule).
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 n_ex, d_ex, peak_ex = 124e6, 0.5e6, h100.peak("bf16")  # 124M params, 0.5M tokens per step
 t_plain = 6 * n_ex * d_ex / (0.45 * peak_ex)  # a step at MFU 0.45 without recomputation
 t_ckpt = 1.25 * t_plain                       # the same step, recomputing the forward
@@ -736,16 +743,16 @@ check("MFU with recomputation (25% slower step)", round(mfu_ckpt, 9), 0.36)
 check("HFU with recomputation = 4/3 x its MFU", round(hfu_ckpt, 9), 0.48)
 check("HFU of the slower run exceeds the faster run's MFU", hfu_ckpt > mfu_plain, True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **Which peak?** A job that reaches 400 TFLOP/s on an H100 is at MFU 0.81 if it runs in TF32,
 # but at 0.40 if it runs in BF16. So an MFU is only comparable to another MFU with the same
 # dtype convention, and a paper's MFU figure should always say which peak it divides by.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 check("400 TFLOP/s against the TF32 and the BF16 peak",
       (round(400e12 / h100.peak("tf32"), 2), round(400e12 / h100.peak("bf16"), 2)), (0.81, 0.4))
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **The best case on a GPU.** A large bf16 matmul is the best any training step can hope
 # for: one big, tile-friendly shape and nothing else. The cell below prints what it reaches
 # here. One published measurement (Bekman's maximum achievable matmul FLOPS table, searched
@@ -753,7 +760,7 @@ check("400 TFLOP/s against the TF32 and the BF16 peak",
 # compares this shape with it (a notebook prints timings; speed targets live in the
 # benchmarks).
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 if cuda_only(device, "the MFU of an 8192^3 bf16 matmul"):
     from lecture_utils.hardware import detect
 
@@ -766,7 +773,7 @@ if cuda_only(device, "the MFU of an 8192^3 bf16 matmul"):
         measured(f"MFU against the {gpu.name} dense bf16 peak", big_mfu, per_device=True)
         assert 0 < big_mfu < 1, f"MFU {big_mfu:.2f}: the FLOP count or the peak is wrong"
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **Tile-unfriendly shapes lose MFU.** Matmul kernels work in fixed tiles (on a GPU e.g.
 # 128 × 128 outputs per thread block, with K consumed in steps too; below, 128 in all three
 # dimensions for simplicity) and load rows with wide, aligned memory instructions. A
@@ -777,7 +784,7 @@ if cuda_only(device, "the MFU of an 8192^3 bf16 matmul"):
 # device handles quickly: 8191 vs 8192 in bf16 on a GPU, 511 vs 512 in fp32 on a CPU. The
 # numbers are printed, not asserted: on a CPU the library often hides most of the penalty.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 TILE = 128
 check("4097 needs 33 tiles of 128 per side, 4096 only 32: (33/32)**3 the tile work",
       (-(-4097 // TILE), 4096 // TILE, round(33**3 / 32**3, 3)), (33, 32, 1.097))
@@ -802,16 +809,18 @@ measured(f"{pair[0]} / {pair[1]} throughput (1 = no penalty)",
 # - Time honestly: warm up, synchronize, take a median.
 # - MFU = useful FLOP/s / the dense peak *of the dtype that ran*.
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "-"}
 # ## Exercises (from the self-test)
 #
 # Fill in the `...`, run the cell and the check under it (right or not, never the answer),
 # then expand the hidden solution.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room (Q4): more or less than the 144 days at MFU 0.5, and by what factor?
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "-"}
 # ### Q4. A 70B model, 15T tokens, 1024 H100s, MFU 0.4: how many days?
 #
 # Work it out from $6ND$ and the dense bf16 peak. How much longer is it than at MFU 0.5?
@@ -821,56 +830,75 @@ q4_days = ...  # training time at MFU 0.4, in days
 q4_ratio = ...  # that time / the time at MFU 0.5 (a ratio)
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+from lecture_utils import check_answer
+
 check_answer("Q4, days at MFU 0.4", q4_days)
 check_answer("Q4, time at MFU 0.4 / at MFU 0.5", q4_ratio)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "claim-S39"]
-# Answer. C = 6 * 70e9 * 15e12 = 6.3e24 FLOPs. Effective throughput = 989.5e12 * 0.4 *
-# 1024 ≈ 4.05e17 FLOP/s, so the run takes 6.3e24 / 4.05e17 ≈ 1.55e7 s ≈ 180 days: 25%
-# longer than at MFU 0.5 (144 days), since time is proportional to 1 / MFU. With the
-# sparse 1979 TFLOP/s by mistake you would say 90 days.
-days_q4 = 6 * 70e9 * 15e12 / (989.5e12 * 0.4 * 1024) / 86_400
-check("days at MFU 0.4", round(days_q4, 1), 179.9)
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution", "claim-S39"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
+# Answer. C = 6 \* 70e9 \* 15e12 = 6.3e24 FLOPs. Effective throughput = 989.5e12 \* 0.4 \*
+# 1024 ≈ 4.05e17 FLOP/s, so the run takes 6.3e24 / 4.05e17 ≈ 1.55e7 s ≈ 180 days: 25% longer
+# than at MFU 0.5 (144 days), since time is proportional to 1 / MFU. With the sparse 1979
+# TFLOP/s by mistake you would say 90 days.
+#
+# ```python
+# days_q4 = 6 * 70e9 * 15e12 / (989.5e12 * 0.4 * 1024) / 86_400
+# check("days at MFU 0.4", round(days_q4, 1), 179.9)
+#
+# q4_days, q4_ratio = days_q4, days_q4 / days
+# check_answer("Q4, days at MFU 0.4", q4_days)
+# check_answer("Q4, time at MFU 0.4 / at MFU 0.5", q4_ratio)
+# ```
+#
+# </details>
 
-q4_days, q4_ratio = days_q4, days_q4 / days
-check_answer("Q4, days at MFU 0.4", q4_days)
-check_answer("Q4, time at MFU 0.4 / at MFU 0.5", q4_ratio)
-
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ## Going deeper: more exercises
 #
 # One more exercise, for practice after the lecture: the MFU a real training log implies.
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### E3.1. What MFU does a training log imply?
 #
 # The course's `gpu` config (GPT-2 small, $T = 1024$) trains on 8 H100s in bf16 at **2.0M
 # tokens/s**. What MFU is that by $6ND$? By the exact count, attention included? Which should
 # the log report? (A model built on the `meta` device has parameters but no memory.)
 
-# %% tags=["exercise", "deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["exercise", "deeper"]
 e3_1_mfu_6nd = ...  # MFU by 6ND (a fraction, e.g. 0.5)
 e3_1_mfu_exact = ...  # MFU by the exact count, attention included
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
+from lecture_utils import check_answer
+
 check_answer("E3.1, MFU by 6ND", e3_1_mfu_6nd)
 check_answer("E3.1, MFU by the exact count", e3_1_mfu_exact)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
 # Answer. N (non-embedding) = 123.6M: the 12 blocks' 85M (GPT-2 small's usual N) plus this
-# model's untied output layer, 38.6M weights that do a matmul for every token. 6N * 2.0e6
-# tokens/s = 1.48e15 FLOP/s against
-# 8 * 989.5e12 = 7.92e15: MFU 0.187 by 6ND. The exact count is 15% more at T = 1024 because
-# of attention (§3.3's over_6nd): MFU 0.216. Both are honest if labelled; the exact count is
-# the "useful work" the model really needs. A fused attention kernel that skips the masked
-# half does less work than the exact count but more than 6ND: half of the attention term,
-# about 1.076 x 6ND for this model at T = 1024 (§3.3 checks it). LayerNorm's parameters make
-# 6N a hair larger than the matmul weights alone.
-from lecture_utils.models import GPT, n_params
-
-with torch.device("meta"):  # shapes only: no memory, no initialisation cost
-    N_gpu = n_params(GPT(get_config("gpu")), non_embedding=True)
-e3_1_mfu_6nd = 6 * N_gpu * 2.0e6 / (8 * h100.peak("bf16"))  # useful FLOP/s / the 8 GPUs' peak
-e3_1_mfu_exact = e3_1_mfu_6nd * over_6nd(**gpt2_small)[0]
-check_answer("E3.1, MFU by 6ND", e3_1_mfu_6nd)
-check_answer("E3.1, MFU by the exact count", e3_1_mfu_exact)
+# model's untied output layer, 38.6M weights that do a matmul for every token. 6N \* 2.0e6
+# tokens/s = 1.48e15 FLOP/s against 8 \* 989.5e12 = 7.92e15: MFU 0.187 by 6ND. The exact
+# count is 15% more at T = 1024 because of attention (§3.3's over_6nd): MFU 0.216. Both are
+# honest if labelled; the exact count is the "useful work" the model really needs. A fused
+# attention kernel that skips the masked half does less work than the exact count but more
+# than 6ND: half of the attention term, about 1.076 x 6ND for this model at T = 1024 (§3.3
+# checks it). LayerNorm's parameters make 6N a hair larger than the matmul weights alone.
+#
+# ```python
+# from lecture_utils.models import GPT, n_params
+#
+# with torch.device("meta"):  # shapes only: no memory, no initialisation cost
+#     N_gpu = n_params(GPT(get_config("gpu")), non_embedding=True)
+# e3_1_mfu_6nd = 6 * N_gpu * 2.0e6 / (8 * h100.peak("bf16"))  # useful FLOP/s / the 8 GPUs' peak
+# e3_1_mfu_exact = e3_1_mfu_6nd * over_6nd(**gpt2_small)[0]
+# check_answer("E3.1, MFU by 6ND", e3_1_mfu_6nd)
+# check_answer("E3.1, MFU by the exact count", e3_1_mfu_exact)
+# ```
+#
+# </details>

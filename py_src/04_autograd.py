@@ -35,12 +35,14 @@ from lecture_utils import setup; device = setup()
 # until backward has used them: **that is why activations take memory**. With $x = 2$, $w = 4$:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: which values from the forward pass does dy/dw need?
 
 # %% tags=["claim-S21"]
 import torch
 
-from lecture_utils import check, check_answer, cuda_only, measured
+from lecture_utils import check, cuda_only, measured
 
 x = torch.tensor(2.0)                       # data: no gradient wanted
 w = torch.tensor(4.0, requires_grad=True)   # a parameter
@@ -62,14 +64,14 @@ check("no .grad for the data x, nor for y (not a leaf)", (x.grad, y.is_leaf), (N
 check("w.grad after two backward() calls: 6 + 6", w.grad.item(), 12.0)
 w.grad = None                         # what optimizer.zero_grad() does by default
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: what autograd keeps, and why a graph runs backward once
 #
 # `SavedTensors` (from `lecture_utils.trace`, built on
 # `torch.autograd.graph.saved_tensors_hooks`) lists every tensor saved for backward. The
 # same forward pass again:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.trace import SavedTensors
 
 with SavedTensors() as kept:
@@ -79,14 +81,14 @@ y.backward()
 check("values saved for backward: x and (xw - 5)", saved, [2.0, 3.0])
 check("w.grad is the product of the two saved values", w.grad.item(), saved[1] * saved[0])
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The two saved values are exactly the two factors of the gradient formula: `x * w` saved
 # $x$ (the gradient of $xw$ with respect to $w$ is $x$), and `** 2` saved its input
 # $xw - 5$ (the derivative of $u^2$ is $2u$). Nothing else was kept: the constant 0.5
 # and the subtraction need no tensors. Once backward has used them, autograd frees them,
 # and the same graph cannot be run backward a second time:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 err = check("backward through the same graph again", y.backward, raises=RuntimeError)
 check("w.grad is untouched by the failed call", w.grad.item(), 6.0)
 
@@ -102,9 +104,11 @@ check("w.grad is untouched by the failed call", w.grad.item(), 6.0)
 #
 # The first tells the optimizer how to change $W$; the second passes the blame on to the
 # layer below. Each is as large as the forward $XW$, $2BDK$ FLOPs, so backward is
-# $4BDK$. By hand against autograd, with $G$ random (`H.backward(G)`), and counted:
+# $4BDK$. Next, both by hand against autograd, with $G$ random (`H.backward(G)`), and counted.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: backward of H = XW answers two questions. Which two, and what does each cost?
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S22"]
@@ -171,14 +175,14 @@ t_forward, t_backward = time_forward_backward(T_WIDTH)
 measured("backward / forward, in time (the FLOPs predict 2)", t_backward / t_forward)
 assert 1 < t_backward / t_forward < 4, (t_forward, t_backward)  # about 2: a loose band for any machine
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: module by module, depth, a transformer, and the clock in detail
 #
 # The counter reports the backward pass as one total and the forward pass per module, so
 # we predict the backward total from the forward counts: twice each layer's forward,
 # except the first layer's, which pays only $\nabla_W$.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 multiple = {f"Cruncher.layers.{i}": 2 for i in range(L)} | {"Cruncher.final": 2, "Cruncher.layers.0": 1}
 expected_fwd = {name: layer for name in multiple} | {"Cruncher.final": matmul_flops(B, D, 1)}
 print(f"{'module':<19} {'forward':>9} {'backward':>9} {'x':>3}")
@@ -190,7 +194,7 @@ check("forward per module == 2BDK (layers), 2BD (head)",
 check("backward total == 1x first layer + 2x the rest", data.backward,
       sum(multiple[name] * fwd for name, fwd in expected_fwd.items()))
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The notes call the first-layer saving negligible "in a network of dozens of layers".
 # That is right, but the ratio approaches 2 only as $2 - 1/L$ (the small head adds a
 # little), so a shallow stack is visibly below 2. In a transformer the saving does not
@@ -200,7 +204,7 @@ check("backward total == 1x first layer + 2x the rest", data.backward,
 # §3.3's $4ND = 2 \times 2ND$ (counting matmuls; `FlopCounterMode` counts elementwise work
 # as zero).
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from fractions import Fraction
 
 from lecture_utils.models import GPT, GPTConfig
@@ -222,11 +226,11 @@ gpt_flops = count_flops(GPT(cfg), torch.randint(0, cfg.vocab_size, (2, cfg.seq_l
 check("GPT (math attention): backward == 2 x forward", gpt_flops.backward, 2 * gpt_flops.forward)
 check("GPT: nothing uncounted", gpt_flops.uncounted_ops, ())
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **The clock in detail.** The FLOP ratio at the timed shape, counted on the `meta` device
 # (shapes only), and the backward time:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 if device.type == "cuda":
     torch.cuda.empty_cache()
 with torch.device("meta"):  # shapes only: counting needs no data and no memory
@@ -235,7 +239,7 @@ check("FLOP ratio backward / forward at this shape", t_flops.backward / t_flops.
 measured(f"width = batch = {T_WIDTH}; forward, backward (ms)", f"{t_forward * 1e3:.3g}, {t_backward * 1e3:.3g}",
          per_device=True)  # the width differs on a GPU
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Expect a time ratio near 2 but not exactly 2: the backward matmuls use transposed
 # operands ($X^\top G$, $G W^\top$), which some kernels run at a different speed, and
 # backward also accumulates the weight gradients and runs small elementwise kernels that
@@ -243,7 +247,7 @@ measured(f"width = batch = {T_WIDTH}; forward, backward (ms)", f"{t_forward * 1e
 # (counted, exact) on the left, milliseconds (measured on this machine) on the right. The
 # dashed line marks twice the forward bar.
 
-# %% caption="Forward and backward of a 4-layer Cruncher: counted FLOPs and measured time, with 2 x forward marked." tags=["deeper"]
+# %% caption="Forward and backward of a 4-layer Cruncher: counted FLOPs and measured time, with 2 x forward marked." slideshow={"slide_type": "skip"} tags=["deeper"]
 import matplotlib.pyplot as plt
 
 fig, (ax_f, ax_t) = plt.subplots(1, 2, figsize=(10, 5))
@@ -268,6 +272,8 @@ plt.show()
 # again as the parameters. On a fresh Cruncher:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: you double the batch. Which terms of the memory bill grow?
 
 # %% tags=["claim-S23"]
@@ -335,12 +341,12 @@ ax.set(xscale="log", yscale="log", xlabel="batch size B", ylabel="bytes (fp32)")
 ax.legend(frameon=False, loc="upper left", ncol=4)
 plt.show()
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: what autograd saves, exactly
 #
 # A bf16 model gets bf16 gradients, as many bytes again as its parameters:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.sizes import tensor_bytes
 
 m = Cruncher(32, 3, dtype=torch.bfloat16)
@@ -350,12 +356,12 @@ check("bf16: every .grad has its parameter's shape and dtype",
 check("bf16: gradient bytes == parameter bytes", sum(tensor_bytes(p.grad) for p in m.parameters()),
       sum(tensor_bytes(p) for p in m.parameters()))
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **What autograd keeps, tensor by tensor.** The core checked the bill's $B \cdot L \cdot D$
 # against the bytes autograd saves *beside the data batch*. `SavedTensors` lists every
 # tensor saved for backward, the batch included:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from collections import Counter
 
 names = {x.data_ptr(): "x (the data batch)"}
@@ -368,7 +374,7 @@ check("tensors saved", Counter(n.split()[0] for n in everything),
       Counter({"activation": L, "weight": L, "x": 1}))
 check("layers.0.weight is not among them", "weight layers.0.weight" not in everything, True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Each matmul $h_{i+1} = h_i W_i$ saves what its two backward matmuls need: its input
 # $h_i$ (for $\nabla_W$) and its weight $W_i$ (for $\nabla_X$). Three details:
 #
@@ -385,7 +391,7 @@ check("layers.0.weight is not among them", "weight layers.0.weight" not in every
 # So the exact count is $(L + 1) \cdot B \cdot D$ elements, which `mlp_activation_bytes`
 # computes:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.training_memory import mlp_activation_bytes
 
 act_bytes, act_saved = saved_tensor_bytes(model, x, exclude=params)
@@ -393,7 +399,7 @@ check("saved activations (params excluded), bytes", act_bytes, (L + 1) * B * D *
 check("== mlp_activation_bytes", act_bytes, mlp_activation_bytes(n_layers=L, width=D, batch=B))
 check("all of them (B, D) float32", act_saved, [((B, D), torch.float32)] * (L + 1))
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **The constant depends on the layer's operations.** The lecture's Cruncher has no
 # nonlinearity. Add one and the answer depends on *what the nonlinearity's backward needs*:
 #
@@ -406,7 +412,7 @@ check("all of them (B, D) float32", act_saved, [((B, D), torch.float32)] * (L + 
 #
 # We count both the references autograd takes and the distinct bytes:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 import torch.nn.functional as F
 
 ACTIVATIONS = {"none (the lecture's)": None, "relu": F.relu, "tanh": torch.tanh,
@@ -441,14 +447,14 @@ check("B*D*4 units saved: relu, tanh, sigmoid add nothing",
 check("gelu and h*h add one B*D per layer",
       [per_layer[k] for k in ("gelu", "square h*h")], [2 * L + 1] * 2)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # `relu` takes four more references than no nonlinearity at all, yet costs zero bytes;
 # `gelu` nearly doubles the activation memory. In a transformer block every op (norms,
 # softmax, GELU, attention) adds its own term, which is why the notes defer the exact
 # transformer count to assignment 1: "activations ∝ $B \cdot L \cdot D$" is right, but
 # the constant in front has to be counted for the ops you use.
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: the bill to the byte, and where a step peaks
 #
 # The notes' list: parameters + gradients + optimizer state + activations (+ temporary
@@ -461,7 +467,7 @@ check("gelu and h*h add one B*D per layer",
 # in `optimizer.state`. (`tests/test_training_memory.py` checks prediction against
 # measurement to the byte for six optimizers.)
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.sizes import format_bytes
 from lecture_utils.training_memory import measure_training_memory, predict_training_memory
 
@@ -489,13 +495,13 @@ P = bills["sgd"].params
 check("state: 0, 1, 2, 2 copies (+ 4 B step counters per tensor for Adam)",
       [bills[k].optimizer_state for k in OPTIMIZERS], [0, P, 2 * P + 4 * (L + 1), 2 * P + 4 * (L + 1)])
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # With the notes' rule of thumb "$4 \times$ (params + activations + grads + state)" this is
 # the same sum: every number here is 4 bytes. The `step` counters are the only thing the
 # rule of thumb leaves out, and at 4 bytes per tensor they never matter. Measured at batch
 # sizes from 1 to 4096 (width 64, 4 layers, AdamW), only the activations grow:
 
-# %% caption="Measured memory of params, grads, AdamW state and activations against batch size: only activations grow." tags=["deeper"]
+# %% caption="Measured memory of params, grads, AdamW state and activations against batch size: only activations grow." slideshow={"slide_type": "skip"} tags=["deeper"]
 BATCHES = [1, 4, 16, 64, 256, 1024, 4096]
 m = Cruncher(D, L)
 by_batch = {b: measure_training_memory(m, torch.randn(b, D), torch.optim.AdamW(m.parameters()))
@@ -520,7 +526,7 @@ ax.legend(frameon=False)
 fig.tight_layout()
 plt.show()
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **Where a step peaks.** The bill adds up tensors that never all exist at once.
 # `zero_grad(set_to_none=True)` frees the gradients before the forward pass; backward then
 # makes them one layer at a time while it frees the saved activations one layer at a time.
@@ -529,7 +535,7 @@ plt.show()
 # tensor any op creates, forward and backward, notices when its storage is freed, and
 # reports the peak and the shapes that were live at that moment.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.trace import LiveBytes
 
 
@@ -580,7 +586,7 @@ def exact_peak_over_bill(n_layers, width, batch):
 check("by the same count, the GPU cell's shape: peak / bill", round(exact_peak_over_bill(8, 2048, 8192), 3),
       0.956)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The peak comes in the backward pass, in the last hidden layer's node: its two matmuls
 # have just produced $\nabla_X$ $(B, D)$ and $\nabla_W$ $(D, D)$ while the gradient they
 # consumed $(B, D)$ is still alive, and the saved inputs $x, h_1, \dots, h_{L-1}$ are still
@@ -594,7 +600,7 @@ check("by the same count, the GPU cell's shape: peak / bill", round(exact_peak_o
 #   `zero_grad(set_to_none=True)`, and only the head's $(D, 1)$ one exists yet;
 # * the scalar loss and the seed gradient that backward started from (4 bytes each).
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # This holds while $B > D$; with $B \ll D$ the gradients, which grow by $D^2$ per layer as
 # backward proceeds, outweigh the activations it frees, and the peak moves later in the
 # step. Note that the peak is *not* the bill's total. The gradients and the activations
@@ -614,7 +620,7 @@ check("by the same count, the GPU cell's shape: peak / bill", round(exact_peak_o
 # baseline* with the course's prediction `mlp_peak_bytes` (within 5%) and with the exact
 # count of this section (a floor: the allocator can only add to it).
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.training_memory import mlp_peak_bytes
 
 if cuda_only(device, "the peak memory of an AdamW step, against the prediction"):
@@ -648,7 +654,7 @@ if cuda_only(device, "the peak memory of an AdamW step, against the prediction")
     del g_model, g_x, g_opt
     torch.cuda.empty_cache()
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **Reserved versus allocated: the caching allocator.** Asking the driver for GPU memory
 # (`cudaMalloc`) is slow and synchronises the device, so PyTorch's **caching allocator** asks
 # for large segments once and carves tensors out of them. When a tensor dies its block goes
@@ -661,7 +667,7 @@ if cuda_only(device, "the peak memory of an AdamW step, against the prediction")
 # memory available to this process, only to others. The cell below frees a 256 MiB tensor
 # and watches both numbers.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 if cuda_only(device, "reserved versus allocated memory of the caching allocator"):
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
@@ -685,7 +691,7 @@ if cuda_only(device, "reserved versus allocated memory of the caching allocator"
     assert a3 == a2 and r3 <= r2, (a3, r3)  # empty_cache frees no tensor, only cached segments
     assert all(r >= a for a, r in ((a0, r0), (a1, r1), (a2, r2), (a3, r3)))
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: zeroing the gradients, `set_to_none=True` or in place?
 #
 # `optimizer.zero_grad()` has two modes. `set_to_none=True` (the default since PyTorch 2.0)
@@ -694,7 +700,7 @@ if cuda_only(device, "reserved versus allocated memory of the caching allocator"
 # work and the memory. We watch every aten op with `OpLog`, as in notebook 03: how many
 # kernels of each kind ran, and the bytes they read.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.trace import OpLog
 
 L, D, B = 4, 64, 32
@@ -730,7 +736,7 @@ check("set_to_none: grad bytes held until the next backward", results[True][0], 
 check("set_to_none: no zeroing kernels", results[True][1], (0, 0))
 check("set_to_none: backward assigns, no adds", results[True][2], (0, 0))
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # So zeroing in place costs, every step, a pass that writes every gradient byte, and then
 # makes backward *accumulate* into the zeros: an add per parameter that reads the old
 # gradient and the new one and writes the sum. With `set_to_none=True` backward simply
@@ -739,18 +745,18 @@ check("set_to_none: backward assigns, no adds", results[True][2], (0, 0))
 # the peak of the previous section, that is worth one full set of gradients, less the
 # head's $(D, 1)$ gradient, which exists at the peak either way:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 L, D, B = 4, 64, 256
 P = (L * D * D + D) * 4
 in_place, to_none = step_peak(L, D, B, set_to_none=False), step_peak(L, D, B, set_to_none=True)
 check("peak with zeroing in place - peak with set_to_none", in_place.peak - to_none.peak, P - 4 * D)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # One behavioural difference to know: an optimizer skips a parameter whose `.grad` is
 # `None`, but updates one whose gradient is a tensor of zeros. With momentum (or weight
 # decay), a parameter that got no gradient in this step still moves in the second case:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 def moves_after(zero_grad_to):
     p = nn.Parameter(torch.ones(3))
     opt = torch.optim.SGD([p], lr=0.1, momentum=0.9)
@@ -783,9 +789,11 @@ check("grad = None: the optimizer skips it, the parameter stays", not moves_afte
 # not the answer), then expand the hidden solution.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room (Q1): does the first layer cost as much backward as the others? Why?
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "-"}
 # ### Q1. Why does backward cost about twice the FLOPs of the forward pass?
 #
 # Derive it for one layer $H = XW$, then check it with `count_flops` on a stack of your
@@ -799,37 +807,47 @@ q1_backward_data = ...  # backward FLOPs when the input is a data batch
 q1_backward_grad = ...  # backward FLOPs when the input requires grad
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+from lecture_utils import check_answer
+
 check_answer("Q1, forward FLOPs", q1_forward)
 check_answer("Q1, backward FLOPs, data input", q1_backward_data)
 check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "claim-S39"]
-# Answer. Forward, each layer is one matmul, 2*B*d_in*d_out FLOPs. Backward needs two of the
-# same size: grad_W = X^T G (to update W) and grad_X = G W^T (to pass the gradient down):
-# 4*B*d_in*d_out. Summed over the layers: forward 2ND, backward 4ND, total 6ND (§3.3).
-# The first layer skips grad_X when its input is data, so there backward is
-# 2 x forward - (first layer's forward): 2 * 720,896 - 393,216 = 1,048,576.
-from itertools import pairwise
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution", "claim-S39"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
+# Answer. Forward, each layer is one matmul, 2\*B\*d_in\*d_out FLOPs. Backward needs two of
+# the same size: grad_W = X^T G (to update W) and grad_X = G W^T (to pass the gradient
+# down): 4\*B\*d_in\*d_out. Summed over the layers: forward 2ND, backward 4ND, total 6ND
+# (§3.3). The first layer skips grad_X when its input is data, so there backward is 2 x
+# forward - (first layer's forward): 2 \* 720,896 - 393,216 = 1,048,576.
+#
+# ```python
+# from itertools import pairwise
+#
+# from lecture_utils.nn import Linear
+#
+# WIDTHS, BATCH = [96, 128, 64, 32], 16
+# stack = nn.Sequential(*(Linear(a, b) for a, b in pairwise(WIDTHS)))
+# data = count_flops(stack, torch.randn(BATCH, WIDTHS[0]))
+# hidden = count_flops(stack, torch.randn(BATCH, WIDTHS[0], requires_grad=True))
+# check("forward == sum of 2*B*d_in*d_out", data.forward, sum(matmul_flops(BATCH, a, b) for a, b in pairwise(WIDTHS)))
+#
+# q1_forward, q1_backward_data, q1_backward_grad = data.forward, data.backward, hidden.backward
+# check_answer("Q1, forward FLOPs", q1_forward)
+# check_answer("Q1, backward FLOPs, data input", q1_backward_data)
+# check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad)
+# ```
+#
+# </details>
 
-from lecture_utils.nn import Linear
-
-WIDTHS, BATCH = [96, 128, 64, 32], 16
-stack = nn.Sequential(*(Linear(a, b) for a, b in pairwise(WIDTHS)))
-data = count_flops(stack, torch.randn(BATCH, WIDTHS[0]))
-hidden = count_flops(stack, torch.randn(BATCH, WIDTHS[0], requires_grad=True))
-check("forward == sum of 2*B*d_in*d_out", data.forward, sum(matmul_flops(BATCH, a, b) for a, b in pairwise(WIDTHS)))
-
-q1_forward, q1_backward_data, q1_backward_grad = data.forward, data.backward, hidden.backward
-check_answer("Q1, forward FLOPs", q1_forward)
-check_answer("Q1, backward FLOPs, data input", q1_backward_data)
-check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad)
-
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ## Going deeper: more exercises
 #
 # One more exercise, for practice after the lecture: the memory bill of a large MLP.
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### E4.1. How large a batch fits?
 #
 # A Cruncher with $L = 32$ layers of width $D = 8192$ trains in fp32 with AdamW on an
@@ -839,35 +857,45 @@ check_answer("Q1, backward FLOPs, input requires grad", q1_backward_grad)
 # Hint: a model built on the `meta` device has shapes but no memory, and
 # `predict_training_memory` needs nothing more.
 
-# %% tags=["exercise", "deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["exercise", "deeper"]
 e4_1_fixed_bytes = ...  # params + grads + AdamW state, in bytes
 e4_1_per_example = ...  # activation bytes one example adds, in bytes
 e4_1_b_max = ...  # the largest batch whose whole bill fits in 80 GB (a count)
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
+from lecture_utils import check_answer
+
 check_answer("E4.1, params + grads + state (bytes)", e4_1_fixed_bytes)
 check_answer("E4.1, activation bytes per example", e4_1_per_example)
 check_answer("E4.1, largest batch", e4_1_b_max)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
-# Answer. N = 32 * 8192^2 + 8192 = 2.15B parameters: 8.59 GB each for params and grads,
-# 17.2 GB for AdamW's m and v, 34.4 GB in all. One example saves (L + 1) * D = 270,336
-# floats: 1.08 MB. 45.6 GB are left, so B = 42,206 fits. The notes' B*L*D (1.05 MB per
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
+# Answer. N = 32 \* 8192^2 + 8192 = 2.15B parameters: 8.59 GB each for params and grads,
+# 17.2 GB for AdamW's m and v, 34.4 GB in all. One example saves (L + 1) \* D = 270,336
+# floats: 1.08 MB. 45.6 GB are left, so B = 42,206 fits. The notes' B\*L\*D (1.05 MB per
 # example) says 43,525, which needs 1.4 GB more than the GPU has. (The peak of a real step
-# is lower than this bill, since gradients and activations take turns, but a real step
-# also needs the cuBLAS workspace and the allocator's slack: keep a margin.)
-from lecture_utils.training_memory import mlp_activation_bytes, predict_training_memory
-
-BUDGET, QL, QD = 80e9, 32, 8192
-with torch.device("meta"):
-    big = Cruncher(QD, QL)
-fixed = predict_training_memory(big, optimizer="adamw").total
-per_example = mlp_activation_bytes(n_layers=QL, width=QD, batch=1)  # (L + 1) * D * 4
-b_max = int((BUDGET - fixed) // per_example)
-check("b_max fits, b_max + 1 does not",
-      (fixed + b_max * per_example <= BUDGET, fixed + (b_max + 1) * per_example > BUDGET), (True, True))
-
-e4_1_fixed_bytes, e4_1_per_example, e4_1_b_max = fixed, per_example, b_max
-check_answer("E4.1, params + grads + state (bytes)", e4_1_fixed_bytes)
-check_answer("E4.1, activation bytes per example", e4_1_per_example)
-check_answer("E4.1, largest batch", e4_1_b_max)
+# is lower than this bill, since gradients and activations take turns, but a real step also
+# needs the cuBLAS workspace and the allocator's slack: keep a margin.)
+#
+# ```python
+# from lecture_utils.training_memory import mlp_activation_bytes, predict_training_memory
+#
+# BUDGET, QL, QD = 80e9, 32, 8192
+# with torch.device("meta"):
+#     big = Cruncher(QD, QL)
+# fixed = predict_training_memory(big, optimizer="adamw").total
+# per_example = mlp_activation_bytes(n_layers=QL, width=QD, batch=1)  # (L + 1) * D * 4
+# b_max = int((BUDGET - fixed) // per_example)
+# check("b_max fits, b_max + 1 does not",
+#       (fixed + b_max * per_example <= BUDGET, fixed + (b_max + 1) * per_example > BUDGET), (True, True))
+#
+# e4_1_fixed_bytes, e4_1_per_example, e4_1_b_max = fixed, per_example, b_max
+# check_answer("E4.1, params + grads + state (bytes)", e4_1_fixed_bytes)
+# check_answer("E4.1, activation bytes per example", e4_1_per_example)
+# check_answer("E4.1, largest batch", e4_1_b_max)
+# ```
+#
+# </details>

@@ -29,14 +29,16 @@ from lecture_utils import setup; device = setup()
 # (saved) and `.to()` (moved, cast). The notes' `Linear`, verbatim:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Say: the `Parameter` assignment is all the registration there is.
 # - Ask the room, before the buffer slide: what does a plain tensor attribute get?
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S25"]
+# %% slideshow={"slide_type": "-"} tags=["claim-S25"]
 import torch
 from torch import nn
 
-from lecture_utils import check, check_answer, measured
+from lecture_utils import check, measured
 
 
 class NotesLinear(nn.Module):  # the notes' Linear (§5.1)
@@ -93,35 +95,35 @@ check("...and it is the Parameter the optimizer holds", opt.param_groups[0]["par
 # self.register_buffer("table", torch.arange(d_out, dtype=torch.float32), persistent=False)  # recomputable
 # ```
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: the channels up close, and what a forgotten registration breaks
 #
 # **A plain tensor attribute gets none of it.** Assign an ordinary tensor instead, even one
 # with `requires_grad=True`, and the module never hears of it: the optimizer skips it, a
 # checkpoint loses it, `.to()` leaves it behind.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 layer.plain = torch.randn(4, 3, requires_grad=True)  # a plain tensor attribute: not registered
 layer.to(torch.float64)
 check("layer.plain: in parameters(), in state_dict(), cast by .to(torch.float64)",
       ("plain" in dict(layer.named_parameters()), "plain" in layer.state_dict(), layer.plain.dtype == torch.float64),
       (False, False, False))
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # `nn.Module.__setattr__` does the registering: a `Parameter` goes into the module's
 # `_parameters` dictionary instead of the ordinary attribute dictionary, and every channel
 # works by walking `_parameters` (and `_buffers`, and the submodules').
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 check("stored in layer._parameters", list(layer._parameters), ["weight"])
 check("'weight' is not in the ordinary attribute dict, vars(layer)", "weight" not in vars(layer), True)
 check("...while the plain tensor is", "plain" in vars(layer), True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # On a GPU, `.to(device)` moves the weight the same way as a dtype change: the same
 # `Parameter` object, its data swapped (this cell runs on CUDA only).
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils import cuda_only
 
 if cuda_only(device, "moving a module to the GPU with .to(device)"):
@@ -138,14 +140,14 @@ if cuda_only(device, "moving a module to the GPU with .to(device)"):
     assert gpu_layer.weight is weight_object  # CPU<->CUDA swaps .data, like a dtype change
     del gpu_layer, weight_object, out
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Now a two-layer model where only the first weight is a `Parameter`: a common slip when a
 # module is written by hand. `Forgetful` computes the right outputs, so nothing looks wrong
 # until a channel is used. **The optimizer never updates `w2`.** Autograd still computes
 # `w2.grad` (the FLOPs are spent), but the optimizer was built from `parameters()` and has
 # never heard of `w2`:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 class Forgetful(nn.Module):
     """w1 is a registered Parameter; w2 is a plain tensor attribute (the bug)."""
 
@@ -169,11 +171,11 @@ check("w2 has a gradient", model.w2.grad is not None, True)
 check("w1 moved by the step", not torch.equal(model.w1, w1_before), True)
 check("w2 unchanged by the step", torch.equal(model.w2, w2_before), True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **A checkpoint loses it.** `state_dict()` has no entry for `w2`, so a save/load round trip
 # restores `w1` and silently keeps whatever `w2` the new model was initialised with:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 import io
 
 checkpoint = io.BytesIO()  # a file in memory
@@ -186,22 +188,22 @@ check("w1 restored", torch.equal(restored.w1, model.w1), True)
 check("w2 not restored", not torch.equal(restored.w2, model.w2), True)
 check("the restored model gives other outputs", not torch.allclose(restored(x), model(x)), True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **`.to()` leaves it behind.** Casting the module to float64 converts `w1` only. The next
 # forward pass multiplies a float64 activation by the float32 `w2` and fails; moving to
 # another device would fail the same way, with a device mismatch.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 model.to(torch.float64)
 check("w2 after .to(torch.float64)", model.w2.dtype, torch.float32)
 err = check("a forward pass with a float64 input", lambda: model(x.double()), raises=RuntimeError)
 print("   ", err)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **A `state_dict()` is not a snapshot.** It returns the parameters' *own* storage, not a
 # copy: a dict kept in a variable follows the training. Save it (as above) or clone it.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 state = layer.state_dict()
 check("state_dict()['weight'] shares the parameter's storage", state["weight"].data_ptr() == layer.weight.data_ptr(),
       True)
@@ -212,13 +214,13 @@ opt.step()
 check("after another step the 'snapshot' moved too", torch.equal(state["weight"], layer.weight), True)
 check("the clone kept the old values", not torch.equal(kept, layer.weight), True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **`.to("meta")` replaces the objects.** A dtype change or a CPU↔CUDA move keeps the
 # `Parameter` objects, but a move to the `meta` device (shapes and dtypes, no data) makes
 # new ones, and an optimizer built earlier holds stale tensors. That is why the usual order
 # is: build the model, move it to its device and dtype, *then* build the optimizer.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 check("module.to() returns the module itself", layer.to("meta") is layer, True)
 check("after .to('meta'): device, shape", (layer.weight.device.type, tuple(layer.weight.shape)), ("meta", (4, 3)))
 check("...and the optimizer holds a stale object", opt.param_groups[0]["params"][0] is not layer.weight, True)
@@ -234,9 +236,11 @@ check("...and the optimizer holds a stale object", opt.param_groups[0]["params"]
 #
 # So the notes' `randn` weights multiply the std by `sqrt(d_in)` per layer (16 at width 256)
 # until fp32 overflows. Predict, then measure, on this device: two 50-layer networks on the
-# same N(0, 1) draws, the second scaled to std `1/sqrt(d_in)`:
+# same N(0, 1) draws, the second scaled to std `1/sqrt(d_in)`, on the next slide.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Write $\mathrm{Var}(y) = d_\text{in}\,\mathrm{Var}(x)\,\mathrm{Var}(W)$ on the board.
 # - Ask the room: at width 256, after how many N(0, 1) layers does fp32 overflow?
 
@@ -282,7 +286,7 @@ plt.show()
 # > `torch/nn/init.py` compares the draws with them unscaled). At `d_in = 1024` the bound 3
 # > is 96σ away: nothing is cut. Pass `a=-3 * std, b=3 * std`, as `init_weight` does:
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "-"}
 # @save lecture_utils/nn.py
 def init_weight(d_in, d_out, *, device=None, dtype=None):
     """A (d_in, d_out) weight, normal with std 1/sqrt(d_in), cut at ±3 std (a, b are absolute)."""
@@ -307,7 +311,7 @@ check("init_weight's std, in units of std", round(w_cut.std().item() / std, 4), 
 # Later notebooks import `init_weight` and `Linear` (the notes' layer with it) from
 # `lecture_utils.nn`.
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: every factor of the variance rule, and ReLU networks
 #
 # The core followed the std through depth at one width. Here every factor of
@@ -315,7 +319,7 @@ check("init_weight's std, in units of std", round(w_cut.std().item() / std, 4), 
 # layer: three settings (one of them with input std 2), five widths, in float64 so the last
 # digits shown cannot wobble.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 WIDTHS = [16, 64, 256, 1024, 4096]
 SETTINGS = {  # name: (std of x, std of W as a function of d_in)
     "N(0,1) weights": (1.0, lambda d: 1.0),
@@ -347,7 +351,7 @@ for name, r in var_ratios.items():
     check(f"{name}: measured / predicted Var(y), every d_in", torch.tensor(r, dtype=torch.float64),
           torch.ones(len(WIDTHS), dtype=torch.float64), rel=0.05)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### ReLU networks
 #
 # A ReLU zeroes half of each pre-activation's second moment, so the gain per layer halves:
@@ -358,7 +362,7 @@ for name, r in var_ratios.items():
 # differently, on the same 512 inputs (fp32, CPU). We record each layer's output RMS (after
 # the ReLU where there is one) and the first layer whose pre-activation contains `inf`.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 import torch.nn.functional as F
 
 FP32_MAX = torch.finfo(torch.float32).max
@@ -393,7 +397,7 @@ overflow = {label: first_overflow(p) for label, (_, p) in stacks.items()}
 for label, layer_ in overflow.items():
     print(f"{label:<31} first inf at layer: {layer_}")
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 check("16**32 == 2**128", 16**32, 2**128)
 check("fp32 max just below 2**128", FP32_MAX / 2.0**128, 1 - 2.0**-24)
 check("linear, N(0,1): first inf at layer (as the RMS in the core)", overflow["linear, N(0,1)"], first_inf)
@@ -402,7 +406,7 @@ check("...its layer-31 peak was within 16x of the fp32 max, so one more x16 over
 check("the well-scaled networks never overflow",
       [overflow[k] for k in RUNS if "N(0,1)" not in k], [None, None, None])
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Because the networks share their draws, and both matmul and ReLU commute with a positive
 # scale, each N(0, 1) network is an exactly scaled copy of its well-scaled twin: the init
 # scale sets the *slope* of log RMS against depth, and the wiggles around that slope are the
@@ -410,7 +414,7 @@ check("the well-scaled networks never overflow",
 # copy is exact to the last bit. That also predicts the ReLU network's overflow layer from its
 # Kaiming twin, without running it.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 lin_n, lin_s = rms["linear, N(0,1)"], rms["linear, std 1/sqrt(d)"]
 check("linear: RMS(N(0,1)) == 16**L * RMS(1/sqrt(d)), layers 1-31",
       torch.tensor(lin_n[:31], dtype=torch.float64),
@@ -438,7 +442,7 @@ check("ReLU, 1/sqrt(d): RMS at layer 50 below 1e-7 (2**-25 = 3e-8)", relu_s[-1] 
 check("ReLU, Kaiming: every layer's RMS in [0.25, 4]", all(0.25 < r < 4 for r in relu_k), True)
 
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 def plot_depth(curves, title, ylim=None):
     """RMS of each layer's output against depth on a log axis (inf and 0 left out)."""
     fig, ax = plt.subplots(figsize=(7.0, 4.0))
@@ -454,11 +458,11 @@ def plot_depth(curves, title, ylim=None):
     plt.show()
 
 
-# %% caption="Output RMS of each layer against depth for five width-256 networks: N(0,1) weights overflow fp32, 1/sqrt(d) (ReLU: sqrt(2/d)) stays near 1." tags=["deeper"]
+# %% caption="Output RMS of each layer against depth for five width-256 networks: N(0,1) weights overflow fp32, 1/sqrt(d) (ReLU: sqrt(2/d)) stays near 1." slideshow={"slide_type": "skip"} tags=["deeper"]
 plot_depth({label: (r, "-") for label, r in rms.items()},
            "width 256, 50 layers: N(0,1) overflows, 1/sqrt(d) (ReLU: sqrt(2/d)) stays near 1")
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Two caveats the notes' one-liner hides. First, the variance is preserved *in expectation*;
 # a real network is one draw, and its log RMS takes a random walk whose spread grows like
 # $\sqrt{L / d}$ (ReLU makes the steps larger, which is why the Kaiming curve wanders between
@@ -468,14 +472,14 @@ plot_depth({label: (r, "-") for label, r in rms.items()},
 # $\sqrt{2 / (d_\text{in} + d_\text{out})}$; the rule alone is often called LeCun
 # initialisation. The two agree for square layers like these.
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: how much a ±3σ cut removes, and what it costs
 #
 # **The course's `Linear`** is the notes' layer with `init_weight` (and `device`, `dtype`
 # arguments); later notebooks import it from `lecture_utils.nn`. The last Going deeper
 # section compares its layout with `torch.nn.Linear`'s.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 # @save lecture_utils/nn.py
 class Linear(nn.Module):
     """y = x @ W with W of shape (d_in, d_out), no bias (torch.nn.Linear stores W.T)."""
@@ -491,17 +495,17 @@ class Linear(nn.Module):
         return f"d_in={self.weight.shape[0]}, d_out={self.weight.shape[1]}"
 
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # With std $1/\sqrt{d_\text{in}}$, the absolute bounds ±3 sit at $\pm 3\sqrt{d_\text{in}}$
 # standard deviations: ±3σ only when $d_\text{in} = 1$ (torch's own default, `a=-2, b=2`,
 # is absolute too).
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 print("d_in:            " + " ".join(f"{d:>6}" for d in (1, 4, 64, 1024, 12288)))
 print("bound 3 in std:  " + " ".join(f"{3 * math.sqrt(d):>5.0f}σ" for d in (1, 4, 64, 1024, 12288)))
 check("d_in = 1024: the bound 3 is at (in std)", 3 / std, 96.0)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # How much of a normal lies beyond $k$ standard deviations? $P(|Z| > k) = 1 -
 # \mathrm{erf}(k / \sqrt 2)$. At $k = 3$ that is 0.27%, the mass a real ±3σ cut removes. At
 # $k = 96$ it is far below anything a float64 can hold, so `1 - math.erf` returns exactly 0;
@@ -509,7 +513,7 @@ check("d_in = 1024: the bound 3 is at (in std)", 3 / std, 96.0)
 # $P(|Z| > k) \approx 2\varphi(k)/k$ (with $\varphi$ the normal density), which we first test
 # against `math.erfc` at $k = 6$.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 def p_beyond(k):
     """P(|Z| > k) for Z ~ N(0, 1)."""
     return 1 - math.erf(k / math.sqrt(2))
@@ -526,14 +530,14 @@ check("tail approximation at k = 6 vs erfc", 10 ** log10_tail(6), math.erfc(6 / 
 check("P(|Z| > 96) in float64", p_beyond(96), 0.0)
 check("...its log10", log10_tail(96), -2003.3, abs=0.1)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # So nothing is cut. This torch version draws from the normal and redraws only the values
 # outside `[a, b]`; with nothing outside, the notes' call returns *exactly* the plain normal
 # draw from the same seed. Its largest weight in a 1024 × 1024 matrix is near 5σ, as for
 # any million normal draws, and 0.27% of the weights lie beyond 3σ. The correct call, from
 # the same seed, redraws exactly those positions.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 torch.manual_seed(0)
 w_plain = torch.empty(D, D).normal_(0, std)  # a plain normal draw
 check("the notes' call == a plain normal draw, bit for bit", torch.equal(w_notes, w_plain), True)
@@ -547,7 +551,7 @@ check("sample std / std", round(w_notes.std().item() / std, 3), 1.0, rel=2e-3)
 check("the positions the correct call redrew are exactly those beyond 3σ",
       torch.equal(w_cut != w_notes, z_notes.abs() > 3), True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Cutting the tails also removes variance. For a standard normal truncated to $[-a, a]$,
 #
 # $$\mathrm{Var} = 1 - \frac{2a\,\varphi(a)}{\mathrm{erf}(a/\sqrt 2)},$$
@@ -558,7 +562,7 @@ check("the positions the correct call redrew are exactly those beyond 3σ",
 # `Linear(1024, 1024)` shows it; over the 50 linear layers of the course's `Cruncher`
 # (`init_weight` in every layer) the std shrinks by $0.9866^{50} = 0.51$.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.models import Cruncher
 
 A = 3.0
@@ -583,27 +587,27 @@ with torch.no_grad():
         trunc_rms.append(x.double().pow(2).mean().sqrt().item())
 check("Cruncher (init_weight), RMS after 50 layers: near 0.51, not 1", 0.35 < trunc_rms[-1] < 0.7, True)
 
-# %% caption="Output RMS through 50 linear layers: init_weight's \u00b13\u03c3 cut follows 0.9866 ** layer instead of staying at 1." tags=["deeper"]
+# %% caption="Output RMS through 50 linear layers: init_weight's \u00b13\u03c3 cut follows 0.9866 ** layer instead of staying at 1." slideshow={"slide_type": "skip"} tags=["deeper"]
 plot_depth({"linear, std 1/sqrt(d) (core)": (rms_scaled, "-"),
             "linear, init_weight (cut at ±3σ)": (trunc_rms, "-"),
             "0.9866 ** layer": ([SHRINK ** (L + 1) for L in range(DEPTH)], "k--")},
            "the ±3σ cut shrinks the std by 0.9866 per layer", ylim=(0.35, 1.3))
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: the lecture's layout beside `torch.nn.Linear`, and a trap in `torch.nn.init`
 #
 # The lecture's `Linear` stores `W` as `(d_in, d_out)` and computes `y = x @ W`.
 # `torch.nn.Linear` stores the transpose, `(d_out, d_in)`, and computes `x @ W.T + b`;
 # `F.linear(x, A)` computes `x @ A.T`, so the lecture's layer equals `F.linear(x, W.T)`.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 torch.manual_seed(0)
 lin = Linear(512, 2048)
 xb = torch.randn(64, 512)
 check("torch.nn.Linear stores (d_out, d_in)", tuple(nn.Linear(512, 2048).weight.shape), (2048, 512))
 check("x @ W == F.linear(x, W.T)", lin(xb), F.linear(xb, lin.weight.T), rel=1e-5, abs=1e-6)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The layout matters to `torch.nn.init`: `kaiming_normal_`, `xavier_normal_` and friends
 # compute the fan-in from the tensor's shape, assuming torch's own layout, `(d_out, d_in)`:
 # fan-in is `shape[1]`. On a weight in the lecture's `(d_in, d_out)` layout they read
@@ -611,7 +615,7 @@ check("x @ W == F.linear(x, W.T)", lin(xb), F.linear(xb, lin.weight.T), rel=1e-5
 # std comes out $1/\sqrt{16}$ instead of $1/\sqrt{1024}$: 8 times too large. `mode="fan_out"`
 # reads `shape[0]`, which for this layout is the true fan-in.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 torch.manual_seed(0)
 W_lecture = torch.empty(1024, 16)  # (d_in, d_out), the lecture's layout
 nn.init.kaiming_normal_(W_lecture, nonlinearity="linear")  # mode="fan_in" by default
@@ -638,9 +642,11 @@ check("with mode='fan_out': std in units of 1/sqrt(d_in)", round(W_lecture.std()
 # then expand the hidden solution.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Give the room two minutes for E5.1, then run its check cell live.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "-"}
 # ### E5.1 What does each channel hold?
 #
 # A layer holds a `(1024, 4096)` weight `Parameter` and the two fp32 buffers of the
@@ -654,56 +660,77 @@ e5_1_saved_bytes = ...  # bytes in state_dict(), fp32
 e5_1_bf16_bytes = ...  # bytes of every parameter and buffer after .to(torch.bfloat16)
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+from lecture_utils import check_answer
+
 check_answer("E5.1 numbers the optimizer updates", e5_1_trained)
 check_answer("E5.1 state_dict() bytes in fp32", e5_1_saved_bytes)
 check_answer("E5.1 bytes of all registered tensors in bf16", e5_1_bf16_bytes)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
-# Answer. parameters() holds the weight only: 1024 * 4096 = 4,194,304 numbers. state_dict()
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
+# Answer. parameters() holds the weight only: 1024 \* 4096 = 4,194,304 numbers. state_dict()
 # holds the weight and the persistent buffer `scale` (4096), 4 bytes each: 16,793,600 bytes;
 # the non-persistent `table` is left out. .to() converts every parameter and buffer, `table`
-# included: 2 bytes * (4,194,304 + 4096 + 4096) = 8,404,992 bytes. (E5.3 shows it by experiment.)
-e5_1_trained = 1024 * 4096
-e5_1_saved_bytes = 4 * (1024 * 4096 + 4096)
-e5_1_bf16_bytes = 2 * (1024 * 4096 + 4096 + 4096)
-check_answer("E5.1 numbers the optimizer updates", e5_1_trained)
-check_answer("E5.1 state_dict() bytes in fp32", e5_1_saved_bytes)
-check_answer("E5.1 bytes of all registered tensors in bf16", e5_1_bf16_bytes)
+# included: 2 bytes \* (4,194,304 + 4096 + 4096) = 8,404,992 bytes. (E5.3 shows it by
+# experiment.)
+#
+# ```python
+# e5_1_trained = 1024 * 4096
+# e5_1_saved_bytes = 4 * (1024 * 4096 + 4096)
+# e5_1_bf16_bytes = 2 * (1024 * 4096 + 4096 + 4096)
+# check_answer("E5.1 numbers the optimizer updates", e5_1_trained)
+# check_answer("E5.1 state_dict() bytes in fp32", e5_1_saved_bytes)
+# check_answer("E5.1 bytes of all registered tensors in bf16", e5_1_bf16_bytes)
+# ```
+#
+# </details>
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ## Going deeper: more exercises
 #
 # Two more exercises, for practice after the lecture: initialisation, and which channels see a buffer.
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### E5.2 Which std keeps the variance constant at `d_in = 4096`?
 #
 # Give the weight std that keeps E[y²] = E[x²] for one layer with `d_in = 4096` and
 # x ~ N(0, 1): (a) for `y = x @ W`; (b) for `y = relu(x) @ W`; (c) for (a) with
 # `init_weight`'s ±3σ cut, keeping the variance exact. Three significant figures suffice.
 
-# %% tags=["exercise", "deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["exercise", "deeper"]
 e5_2_std_a = ...  # weight std for y = x @ W
 e5_2_std_b = ...  # weight std for y = relu(x) @ W
 e5_2_std_c = ...  # std to draw with before the ±3σ cut, so that (a) holds after it
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
+from lecture_utils import check_answer
+
 check_answer("E5.2 (a) std", e5_2_std_a)
 check_answer("E5.2 (b) std", e5_2_std_b)
 check_answer("E5.2 (c) std", e5_2_std_c)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
-# Answer. (a) Var(y) = d_in * Var(x) * Var(W) = 1 needs std 1/sqrt(4096) = 1/64 = 0.0156.
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
+# Answer. (a) Var(y) = d_in \* Var(x) \* Var(W) = 1 needs std 1/sqrt(4096) = 1/64 = 0.0156.
 # (b) relu(x) keeps half of E[x^2], so Var(W) must double: sqrt(2/4096) = 0.0221 (Kaiming).
 # (c) the ±3σ cut multiplies the std by 0.9866, so draw with std (1/64) / 0.9866 = 0.01584
 # and cut at ±3 times that. (The second Going deeper section of §5.2 measures the 0.9866.)
-e5_2_std_a, e5_2_std_b = 1 / math.sqrt(4096), math.sqrt(2 / 4096)
-e5_2_std_c = e5_2_std_a / 0.9866
-check_answer("E5.2 (a) std", e5_2_std_a)
-check_answer("E5.2 (b) std", e5_2_std_b)
-check_answer("E5.2 (c) std", e5_2_std_c)
+#
+# ```python
+# e5_2_std_a, e5_2_std_b = 1 / math.sqrt(4096), math.sqrt(2 / 4096)
+# e5_2_std_c = e5_2_std_a / 0.9866
+# check_answer("E5.2 (a) std", e5_2_std_a)
+# check_answer("E5.2 (b) std", e5_2_std_b)
+# check_answer("E5.2 (c) std", e5_2_std_c)
+# ```
+#
+# </details>
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### E5.3 Which tensors does each channel see?
 #
 # A module holds six things: (a) a `Parameter`, (b) a plain tensor, (c) a persistent
@@ -712,33 +739,43 @@ check_answer("E5.2 (c) std", e5_2_std_c)
 # `state_dict()`? Which does `.to(torch.float64)` convert? Answer with the letters in
 # order, e.g. `"abc"`; predict, then build the module and check.
 
-# %% tags=["exercise", "deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["exercise", "deeper"]
 e5_3_trained = ...  # letters of the tensors in parameters(), e.g. "abc"
 e5_3_saved = ...  # letters of the tensors in state_dict()
 e5_3_converted = ...  # letters of the tensors that .to(torch.float64) converts
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
+from lecture_utils import check_answer
+
 check_answer("E5.3 trained", e5_3_trained)
 check_answer("E5.3 saved", e5_3_saved)
 check_answer("E5.3 converted", e5_3_converted)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
 # Answer. Parameter: all three. Plain tensor: none. Persistent buffer: saved and converted,
 # not trained. Non-persistent buffer: converted only. A Linear in a Python list: none (the
 # module never sees it; an optimizer over a model whose layers all sit in a list refuses:
 # "empty parameter list"). A Linear in an nn.ModuleList: all three, like a Parameter.
-m = nn.Module()
-m.a = nn.Parameter(torch.zeros(2))
-m.b = torch.zeros(2)
-m.register_buffer("c", torch.zeros(2))
-m.register_buffer("d", torch.zeros(2), persistent=False)
-m.e = [Linear(2, 2)]
-m.f = nn.ModuleList([Linear(2, 2)])
-e5_3_trained = "".join(name[0] for name, _ in m.named_parameters())  # names "a", "f.0.weight"
-e5_3_saved = "".join(name[0] for name in m.state_dict())
-m.to(torch.float64)
-tensors = [m.a, m.b, m.c, m.d, m.e[0].weight, m.f[0].weight]
-e5_3_converted = "".join(k for k, t in zip("abcdef", tensors, strict=True) if t.dtype == torch.float64)
-check_answer("E5.3 trained", e5_3_trained)
-check_answer("E5.3 saved", e5_3_saved)
-check_answer("E5.3 converted", e5_3_converted)
+#
+# ```python
+# m = nn.Module()
+# m.a = nn.Parameter(torch.zeros(2))
+# m.b = torch.zeros(2)
+# m.register_buffer("c", torch.zeros(2))
+# m.register_buffer("d", torch.zeros(2), persistent=False)
+# m.e = [Linear(2, 2)]
+# m.f = nn.ModuleList([Linear(2, 2)])
+# e5_3_trained = "".join(name[0] for name, _ in m.named_parameters())  # names "a", "f.0.weight"
+# e5_3_saved = "".join(name[0] for name in m.state_dict())
+# m.to(torch.float64)
+# tensors = [m.a, m.b, m.c, m.d, m.e[0].weight, m.f[0].weight]
+# e5_3_converted = "".join(k for k, t in zip("abcdef", tensors, strict=True) if t.dtype == torch.float64)
+# check_answer("E5.3 trained", e5_3_trained)
+# check_answer("E5.3 saved", e5_3_saved)
+# check_answer("E5.3 converted", e5_3_converted)
+# ```
+#
+# </details>

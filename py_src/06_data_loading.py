@@ -32,14 +32,16 @@ from lecture_utils import setup; device = setup()
 # `load_tokens` maps the course's token files:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Say: 2 bytes per token on disk, 8 per token in a batch; only the batch is widened.
 # - Ask the room, before the sampler: how many valid window starts have `n` tokens?
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S28"]
+# %% slideshow={"slide_type": "-"} tags=["claim-S28"]
 import numpy as np
 import torch
 
-from lecture_utils import check, check_answer, cuda_only, measured
+from lecture_utils import check, cuda_only, measured
 from lecture_utils.data import data_dir, load_tokens
 
 # each is np.memmap(path, dtype=np.uint16, mode="r"), checked against the file's sidecar
@@ -128,7 +130,7 @@ ax.set(xscale="log", yscale="log", ylim=(1, None), xlabel="batch size (sequences
 ax.legend(frameon=False, fontsize=12, loc="lower right")
 plt.show()
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: the course's token files, and the tokenizer that made them
 #
 # The course ships a small corpus, *The Jargon File* and *The Devil's Dictionary*
@@ -138,7 +140,7 @@ plt.show()
 # only record of what the bytes mean. `data_dir()` finds the files: `$LECTURE_DATA` if set,
 # else the copy installed with the package, else the checkout's `data/`.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 import gc
 import json
 import math
@@ -167,14 +169,14 @@ for split, data in (("train", train), ("val", val)):
 check("largest id in either split < vocabulary", int(max(train.max(), val.max())) < meta["train"]["vocab_size"],
       True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The ids mean nothing without the tokenizer that made them. We load it, check it against
 # the sidecar, and decode the first 30 tokens of the validation split (the header of the
 # dictionary file the corpus starts with), then one whole document at position 527, an
 # entry of *The Devil's Dictionary*, token by token (each `|` is a token boundary). It ends
 # with `<|endoftext|>`, the separator between documents:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from tokenizers import Tokenizer  # Hugging Face's, the library that trained it
 
 tokenizer = Tokenizer.from_file(str(data_dir() / "tokenizer.json"))
@@ -197,11 +199,11 @@ check("the document ends with <|endoftext|>", doc[-1], eot_id)
 check("decode then encode gives the same ids back",
       tokenizer.encode(tokenizer.decode(doc[:-1])).ids, doc[:-1])
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # How much text does a token carry? Bytes of text per token turn a token count into a
 # corpus size (a larger vocabulary, trained on more text, packs more into a token):
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 text = tokenizer.decode(val.tolist())
 text_bytes = len(text.encode("utf-8"))
 text_tokens = len(val) - meta["val"]["documents"]  # every id but the separators
@@ -214,12 +216,12 @@ all_text_bytes = meta["train"]["text_bytes"] + meta["val"]["text_bytes"]
 check("both splits: bytes of text / all tokens (data/README's 'about 3.7')",
       round(all_text_bytes / (meta["train"]["n_tokens"] + meta["val"]["n_tokens"]), 2), 3.67)
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: the `.npy` header, byte by byte
 #
 # The core's correction, in detail: what the 64 header "tokens" are, and what they would do.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 some_ids = np.array(val[:1000])  # an in-memory copy
 npy = TMP / "tokens.npy"
 np.save(npy, some_ids)
@@ -233,13 +235,13 @@ check("header 'ids' beyond our vocabulary of 8,192", int((wrong[:64] >= 8192).su
 check("np.load(mmap_mode='r') skips the header: its offset", np.load(npy, mmap_mode="r").offset, 128)
 del wrong
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The damage is real: the 64 header "ids" are mostly invalid (an index error in the
 # embedding, or a device-side assert on a GPU), the length is wrong, and every position
 # kept elsewhere (document offsets, a split by index) is off by 64. Keep raw `.bin` files
 # with a sidecar, as the course does, or open a `.npy` with `np.load(path, mmap_mode="r")`.
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: mapping versus reading, what lands in this process's memory
 #
 # `np.memmap` maps the file into the process's virtual address space. Nothing is read
@@ -250,7 +252,7 @@ del wrong
 # and work out the pages they touch before touching the file. Eight windows of 1,025
 # tokens (1,024 inputs and the one extra target) are 16,400 bytes of data:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 BIG = TMP / "big.bin"
 COPIES = 330
 block = np.asarray(train).tobytes()
@@ -275,14 +277,14 @@ check("bytes the batch reads", RSS_BATCH * (RSS_SEQ + 1) * 2, 16_400)
 check("distinct 4 KiB pages they lie on", len(touched), 12)
 check("...that is, this much of the file", len(touched) * PAGE, 49_152)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Now the measurement. A process's **resident set size** (RSS) is the physical memory
 # mapped into it now; Linux's `/proc/self/status` splits it into anonymous memory
 # (`RssAnon`: heap, numpy arrays) and file-backed pages (`RssFile`: mapped files). We read
 # it before and after mapping the file, and after reading the batch (`[measured]`: it
 # depends on the kernel; without `/proc` the cell says so and skips):
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 HAVE_PROC = Path("/proc/self/status").exists()
 
 
@@ -321,10 +323,10 @@ else:
     assert grown(r_start, r_batch) * 1e6 < 0.1 * big_bytes, r_batch     # a batch reads ~nothing
 check("the batch read: 8 windows x 1,025 tokens", batch.shape, (8, 1025))
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Now the same file read the ordinary way, with `np.fromfile`, after dropping the map:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 del mapped, batch
 gc.collect()
 r_before = rss()
@@ -347,7 +349,7 @@ check("np.fromfile read every token", n_read, big_tokens)
 BIG.unlink()
 check("big.bin removed", not BIG.exists(), True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # What the numbers say, and what they do not:
 #
 # * **Mapping costs nothing, a batch costs megabytes, reading costs the file.** Eight
@@ -364,7 +366,7 @@ check("big.bin removed", not BIG.exists(), True)
 # * **A full pass is not free.** Touch every token and every page becomes resident, but
 #   reclaimable: a 30 TB dataset can be streamed on a machine with far less RAM.
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: uint16 versus int64
 #
 # uint16 holds ids 0 to 65,535. The danger is that nothing stops a larger id: `astype`
@@ -372,7 +374,7 @@ check("big.bin removed", not BIG.exists(), True)
 # Python literal is range-checked. `write_tokens` refuses both a vocabulary that does not
 # fit and an id outside the declared vocabulary:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 check("np: 70,000 -> uint16 silently wraps to 70,000 - 65,536", int(np.array([70_000]).astype(np.uint16)[0]), 4_464)
 check("torch: the same", torch.tensor([70_000]).to(torch.uint16).tolist(), [4_464])
 err = check("np.array([70_000], dtype=np.uint16) (a literal) is range-checked",
@@ -384,7 +386,7 @@ err = check("write_tokens with an id outside the vocabulary",
             lambda: write_tokens(TMP / "out_of_range.bin", np.array([1, 9_000]), 8_192), raises=ValueError)
 print("   ", err)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The ids are widened before they reach the model: `torch.from_numpy` keeps the dtype, and
 # PyTorch can store a `torch.uint16` tensor but not index with it.
 #
@@ -395,7 +397,7 @@ print("   ", err)
 # > memmap would also share memory it must not write, and warns; the `astype(np.int64)`
 # > copy avoids both problems at once.)
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 ids16 = np.array(val[:8])  # a writable uint16 copy
 as_tensor = torch.from_numpy(ids16)
 check("torch.from_numpy(uint16 array).dtype", as_tensor.dtype, torch.uint16)
@@ -411,7 +413,7 @@ check("...with int64 targets: log(8192) for uniform logits",
 check("writable: the memmap's memory, and np.array's copy of it", (val[:8].flags.writeable,
       np.array(val[:8]).flags.writeable), (False, True))
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: a faster `get_batch`, and the same distribution
 #
 # `get_batch_simple` copies each token twice (`x` and `y` overlap in all but one token per
@@ -430,7 +432,7 @@ check("writable: the memmap's memory, and np.array's copy of it", (val[:8].flags
 # on (a stride trick again: no copy), and widens that view in a single copy into one int64
 # tensor, which goes to the device in one transfer.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 # @save lecture_utils/data.py
 def window_rows(data, batch_size, seq_len, generator=None):
     """(batch_size, seq_len + 1) windows of `data` at uniform random starts, in its dtype."""
@@ -465,7 +467,7 @@ def get_batch(data, batch_size, seq_len, device, generator=None):
     both = widened(x_and_y, pin).to(device, non_blocking=True)  # one int64 copy, one transfer
     return both[0], both[1]
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 g_simple, g_fast = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
 x_simple, y_simple = get_batch_simple(val, 4, 16, device, generator=g_simple)
 x, y = get_batch(val, 4, 16, device, generator=g_fast)
@@ -480,11 +482,11 @@ check("...it is numpy's sliding_window_view", np.array_equal(
     every_window, np.lib.stride_tricks.sliding_window_view(val, 17)), True)
 check("...and shares val's memory (no copy)", np.shares_memory(every_window, val), True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **The notes' version draws the same windows, given the same range.** Their sampler as
 # written (§6), list-based, with the core's off-by-one:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 # @save lecture_utils/data.py
 def get_batch_lecture(data, batch_size, seq_len, device):
     """The notes' list-based version (§6), kept verbatim for comparison."""
@@ -493,13 +495,13 @@ def get_batch_lecture(data, batch_size, seq_len, device):
     y = torch.stack([torch.from_numpy(data[i + 1:i + seq_len + 1].astype(np.int64)) for i in starts])
     return x.to(device), y.to(device)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Fed the same random bits, `randint(len - seq_len - 1)` and `randint(len - seq_len)` give
 # different starts. Hand `get_batch` the data minus its last token, so that the ranges
 # coincide, and the two return identical batches from the same seed: apart from the range
 # they are the same algorithm.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 B, T, SEED = 8, 64, 3
 torch.manual_seed(SEED)  # the notes' version uses the global generator
 x_notes, y_notes = get_batch_lecture(train, B, T, "cpu")
@@ -507,7 +509,7 @@ x_ours, y_ours = get_batch(train[:-1], B, T, "cpu", generator=torch.Generator().
 check("same seed, same range: (x, y) identical", (torch.equal(x_notes, x_ours), torch.equal(y_notes, y_ours)),
       (True, True))
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # On a real corpus the off-by-one is harmless: one start in 455,000 is never drawn, so the
 # last token is never a target.
 #
@@ -516,7 +518,7 @@ check("same seed, same range: (x, y) identical", (torch.equal(x_notes, x_ours), 
 # reach 191) and compare the counts per start with uniform by a χ² statistic: for $k$
 # equally likely starts it has mean $k - 1$ and standard deviation $\sqrt{2(k-1)} \approx 20$.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 hist_data = np.arange(200, dtype=np.uint16)
 DRAWS, T_H = 20_000, 8
 n_valid = len(hist_data) - T_H
@@ -537,7 +539,7 @@ for name, c in counts.items():
 check("the last valid start: drawn by (notes, get_batch)",
       (bool(counts["notes"][-1]), bool(counts["get_batch"][-1])), (False, True))
 
-# %% caption="Windows drawn per start by the notes' sampler and by get_batch over 20,000 draws: both uniform, but the notes' never draws the last start." tags=["deeper"]
+# %% caption="Windows drawn per start by the notes' sampler and by get_batch over 20,000 draws: both uniform, but the notes' never draws the last start." slideshow={"slide_type": "skip"} tags=["deeper"]
 BIN = 16
 fig, ax = plt.subplots(figsize=(6.0, 3.0))
 for name, c in counts.items():
@@ -550,7 +552,7 @@ ax.set_title("20,000 starts from each sampler: both uniform (the notes never dra
 ax.legend(frameon=False, loc="lower left", fontsize=12)
 plt.show()
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **Throughput.** The distribution is the same; the cost is not. For a batch of 64 the
 # notes' version runs 2 × 64 slices, `astype` calls and tensor constructions in Python,
 # then a `torch.stack` that copies everything again; the vectorised one does one gather
@@ -558,7 +560,7 @@ plt.show()
 # its target, 25×), on one thread: sampling runs on one thread in practice (the `Prefetcher` below
 # uses one), and a small op split over two busy cores makes timings swing tenfold.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 threads = torch.get_num_threads()
 torch.set_num_threads(1)
 try:
@@ -589,6 +591,8 @@ measured("vectorised throughput", 64 * 1024 / t_ours / 1e6, "M tokens/s")
 # batches, never the dataset (a pinned page cannot be reclaimed).
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Say: pageable memory costs a CPU copy into a staging buffer; pinned memory does not.
 # - Ask the room: on one stream, can the copy of batch 2 run during the matmuls of batch 1?
 # - On a CPU the cell is skipped: show docs/gpu/reference.md.
@@ -603,7 +607,7 @@ measured("vectorised throughput", 64 * 1024 / t_ours / 1e6, "M tokens/s")
 # > guide's "Overlap of Data Transfer and Kernel Execution"; the `Prefetcher` below does it).
 # > We time when a 256 MiB copy *returns* and when it is *done* (CUDA only):
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "-"}
 import time
 
 
@@ -637,7 +641,7 @@ if cuda_only(device, "timing when a non_blocking copy returns"):
 # whole copy is done, `non_blocking` or not (docs/gpu/reference.md, `non-blocking-pinned`).
 # "Going deeper" times a copy on a second stream against one stream.
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: copy bandwidth, streams, and a prefetcher
 #
 # The copy engines read host memory by physical address, without the CPU; that is why the
@@ -646,7 +650,7 @@ if cuda_only(device, "timing when a non_blocking copy returns"):
 # blocking 256 MiB copy to the GPU from pageable and from pinned memory (published H100
 # figures and the benchmark's target: docs/gpu/reference.md, `h2d-pinned`):
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 if cuda_only(device, "timing pageable versus pinned host-to-device copies"):
     assert not pageable.is_pinned() and pinned.is_pinned()  # the buffers of the core cell
     rate = {name: COPY_BYTES / time_fn(on_gpu.copy_, src, min_run_time=0.3)  # a blocking copy
@@ -657,7 +661,7 @@ if cuda_only(device, "timing pageable versus pinned host-to-device copies"):
              ref="h2d-pinned")
     measured("pinned / pageable", rate["pinned"] / rate["pageable"], "x", per_device=True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **What overlaps with what.** The host overlaps for sure: the CPU prepares the next batch
 # while the copy runs. On the GPU, work on one CUDA *stream* runs in order, so a copy on
 # the computing stream waits for the compute before it, and the compute after it waits for
@@ -665,7 +669,7 @@ if cuda_only(device, "timing pageable versus pinned host-to-device copies"):
 # a second stream (as the `Prefetcher` does). We queue four bf16 matmuls and a 256 MiB
 # pinned copy on one stream, then the copy on a side stream:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 if cuda_only(device, "overlapping a copy with compute on a second stream"):
     a = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
     side = torch.cuda.Stream(device)
@@ -699,7 +703,7 @@ if cuda_only(device, "overlapping a copy with compute on a second stream"):
     del a, pageable, pinned, on_gpu
     torch.cuda.empty_cache()
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### Overlap: prepare the next batch while this one computes
 #
 # The notes' ideal pipeline: while the GPU computes on this batch, the CPU samples the
@@ -708,7 +712,7 @@ if cuda_only(device, "overlapping a copy with compute on a second stream"):
 # to `depth` batches ready in a queue. It draws from the generator in the same order, so a
 # seeded prefetcher yields exactly `get_batch`'s batches:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 with Prefetcher(train, 4, 64, device, generator=torch.Generator().manual_seed(5)) as batches:
     prefetched = [next(batches) for _ in range(3)]
 g = torch.Generator().manual_seed(5)
@@ -719,13 +723,13 @@ check("Prefetcher == get_batch, same seed (3 batches, x and y)",
 check("...on the device", all(t.device.type == device.type for pb in prefetched for t in pb),
       True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Now a training step (forward and backward of the course's tiny GPT) fed three ways:
 # from one batch already on the device (the floor: no data loading), from `get_batch`
 # inline, and from the `Prefetcher`. The batch is 4 × 64 tokens on a CPU, 16 × 128 on a
 # GPU. On a CPU the step runs on one thread, leaving the other core to the loader thread.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 BATCH, SEQ = (16, 128) if ON_GPU else (4, 64)
 if not ON_GPU:
     torch.set_num_threads(1)  # restored at the end of the notebook
@@ -755,7 +759,7 @@ measured("step, Prefetcher", t_prefetched * 1e3, "ms")
 measured("data loading / step", t_data / t_fixed)
 measured("step with the Prefetcher / step with the batch already there", t_prefetched / t_fixed)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Sampling token ids from a local memory-mapped file is cheap: a fraction of a
 # millisecond, next to a step of milliseconds on a GPU and tens of milliseconds here. The
 # prefetcher has little to hide; on a GPU it should bring the step to within a few percent
@@ -768,7 +772,7 @@ measured("step with the Prefetcher / step with the batch already there", t_prefe
 # first waits one step. Waiting uses no core and releases the interpreter lock, so even on
 # two cores a background thread can wait while the step computes:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 class SlowStorage(np.ndarray):
     """Token ids behind storage that takes `delay` seconds to answer every read."""
 
@@ -792,14 +796,14 @@ measured("step, slow storage, get_batch inline", t_slow_inline * 1e3, "ms")
 measured("step, slow storage, Prefetcher", t_slow_prefetched * 1e3, "ms")
 measured("slow storage, Prefetcher / inline", t_slow_prefetched / t_slow_inline)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Inline, every step pays the latency on top of the compute; with the prefetcher the wait
 # happens during the previous step, and the step returns to about the floor (on a shared
 # CPU the step time itself swings tenfold, so compare the ratios, not one run). A prefetcher hides
 # loading only up to one step's length; beyond that the fix is more loading threads or
 # processes (`torch.utils.data.DataLoader`'s `num_workers`), not a deeper queue.
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### The timeline: when each batch is loaded and when it is used
 #
 # The step times above are averages. To *see* the overlap we record timestamps instead:
@@ -810,7 +814,7 @@ measured("slow storage, Prefetcher / inline", t_slow_prefetched / t_slow_inline)
 # first read. (The prefetcher also reads ahead past step 6; only the first six reads are
 # drawn.)
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 class TimedStorage(SlowStorage):
     """SlowStorage that logs (thread id, start, end) of every read."""
 
@@ -873,7 +877,7 @@ measured("storage latency per read = one fake compute", TimedStorage.delay * 1e3
 measured(f"{TL_STEPS} steps, inline", (tl_inline[-1][1] - loads_inline[0][0]) * 1e3, "ms")
 measured(f"{TL_STEPS} steps, Prefetcher", (tl_pref[-1][1] - loads_pref[0][0]) * 1e3, "ms")
 
-# %% caption="Timeline of loads and computes for get_batch inline and for the Prefetcher: the background thread hides each load under the previous compute." tags=["deeper"]
+# %% caption="Timeline of loads and computes for get_batch inline and for the Prefetcher: the background thread hides each load under the previous compute." slideshow={"slide_type": "skip"} tags=["deeper"]
 fig, axes = plt.subplots(2, 1, figsize=(10, 5), sharex=True)
 for ax, (title, loads, computes) in zip(
         axes, (("get_batch inline", loads_inline, tl_inline),
@@ -893,13 +897,13 @@ fig.suptitle(f"{TL_STEPS} steps, storage latency = one compute", fontsize=14)
 fig.tight_layout(rect=(0, 0.07, 1, 1))
 plt.show()
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Inline, the bars alternate: the step waits for its read, then computes, so the run takes
 # about twice the compute. With the prefetcher the next read sits under the current
 # compute, and after the first read the compute bars follow each other almost without
 # gaps.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 torch.set_num_threads(threads)
 scratch.cleanup()
 check("temporary folder removed", not TMP.exists(), True)
@@ -915,6 +919,8 @@ check("temporary folder removed", not TMP.exists(), True)
 #   prepare the next batch; the copy overlaps GPU compute only on a second stream.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Read the bullets; the two numbers: 2 bytes per token on disk, 8 per token in a batch.
 # - Ask the room: what limits the uint16 choice, and what would you do past it?
 
@@ -926,10 +932,12 @@ check("temporary folder removed", not TMP.exists(), True)
 # answer), then expand the hidden solution.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - E6.1 is dtype arithmetic for 15T tokens; E6.2 (after the lecture) follows one batch from disk to GPU bytes.
 # - Give two minutes, then run the check cell live.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "-"}
 # ### E6.1 How big is a 15T-token dataset?
 #
 # The §1.1 model trains on 15T tokens. How many bytes is that stored as uint16, and as
@@ -943,32 +951,42 @@ e6_1_llama3_dtype = ...  # smallest unsigned numpy dtype for 128,256 ids, as a s
 e6_1_llama3_bytes = ...  # bytes of the 15T-token dataset in that dtype
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+from lecture_utils import check_answer
+
 check_answer("E6.1 uint16 bytes", e6_1_uint16_bytes)
 check_answer("E6.1 int64 bytes", e6_1_int64_bytes)
 check_answer("E6.1 dtype for 128,256 ids", e6_1_llama3_dtype)
 check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
 # Answer. 15e12 tokens x 2 bytes = 30 TB (27.3 TiB) in uint16, x 8 bytes = 120 TB (109 TiB)
-# in int64: 4x more, for ids that never exceed 16 bits. 128,256 ids need 17 bits, so
-# uint16 cannot hold them (ids above 65,535 would wrap); the next size, uint32, makes the
-# dataset 60 TB (54.6 TiB). Which is why the dataset stays narrow on disk and only each
-# batch is widened to int64.
-n_tokens = 15 * 10**12
-e6_1_uint16_bytes, e6_1_int64_bytes = 2 * n_tokens, 8 * n_tokens
-e6_1_llama3_dtype = next(t for t in ("uint8", "uint16", "uint32") if np.iinfo(t).max >= 128_256 - 1)
-e6_1_llama3_bytes = np.dtype(e6_1_llama3_dtype).itemsize * n_tokens
-check_answer("E6.1 uint16 bytes", e6_1_uint16_bytes)
-check_answer("E6.1 int64 bytes", e6_1_int64_bytes)
-check_answer("E6.1 dtype for 128,256 ids", e6_1_llama3_dtype)
-check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes)
+# in int64: 4x more, for ids that never exceed 16 bits. 128,256 ids need 17 bits, so uint16
+# cannot hold them (ids above 65,535 would wrap); the next size, uint32, makes the dataset
+# 60 TB (54.6 TiB). Which is why the dataset stays narrow on disk and only each batch is
+# widened to int64.
+#
+# ```python
+# n_tokens = 15 * 10**12
+# e6_1_uint16_bytes, e6_1_int64_bytes = 2 * n_tokens, 8 * n_tokens
+# e6_1_llama3_dtype = next(t for t in ("uint8", "uint16", "uint32") if np.iinfo(t).max >= 128_256 - 1)
+# e6_1_llama3_bytes = np.dtype(e6_1_llama3_dtype).itemsize * n_tokens
+# check_answer("E6.1 uint16 bytes", e6_1_uint16_bytes)
+# check_answer("E6.1 int64 bytes", e6_1_int64_bytes)
+# check_answer("E6.1 dtype for 128,256 ids", e6_1_llama3_dtype)
+# check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes)
+# ```
+#
+# </details>
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ## Going deeper: more exercises
 #
 # One more exercise, for practice after the lecture: one batch followed from disk pages to GPU bytes.
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### E6.2 What does one batch cost?
 #
 # A run samples batches of 64 sequences with `seq_len = 1024` from that 30 TB uint16 file.
@@ -982,7 +1000,7 @@ check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes)
 #    disk per batch, then, if nothing is cached?
 # 3. How big are `x` and `y` together on the GPU, as int64? How many such pairs fit in 80 GB?
 
-# %% tags=["exercise", "deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["exercise", "deeper"]
 e6_2_batch_bytes = ...  # 1. bytes of token ids the batch reads: 64 windows of 1,025 uint16 tokens
 e6_2_pages_max = ...  # 2. 4 KiB pages one 1,025-token window touches, at most
 e6_2_pages_mean = ...  # 2. ...and on average
@@ -991,6 +1009,8 @@ e6_2_xy_bytes = ...  # 3. bytes of x and y together on the GPU, each (64, 1024) 
 e6_2_batches_80gb = ...  # 3. how many such (x, y) pairs fit in 80e9 bytes
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
+from lecture_utils import check_answer
+
 check_answer("E6.2 1. batch bytes on disk", e6_2_batch_bytes)
 check_answer("E6.2 2. pages per window, at most", e6_2_pages_max)
 check_answer("E6.2 2. pages per window, on average", e6_2_pages_mean)
@@ -998,26 +1018,34 @@ check_answer("E6.2 2. bytes read per batch", e6_2_read_bytes)
 check_answer("E6.2 3. x + y bytes", e6_2_xy_bytes)
 check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
 # Answer. (1) 64 windows x 1,025 tokens x 2 bytes = 131,200 bytes (x and y share all but one
 # token per window). (2) A window is 2,050 bytes, so at most 2 pages. Its start is an even
-# byte offset, uniform within a page, and it runs into a second page when it starts past byte
-# 4096 - 2050: 1.5 pages on average, so 64 x 1.5 x 4 KiB = 384 KiB read per batch, 3x the
-# bytes used (more with readahead): random access has read amplification. (3) x and y are
-# 2 x 64 x 1,024 x 8 bytes = 1 MiB; 80 GB holds 76,293 of them. The batch is never what
+# byte offset, uniform within a page, and it runs into a second page when it starts past
+# byte 4096 - 2050: 1.5 pages on average, so 64 x 1.5 x 4 KiB = 384 KiB read per batch, 3x
+# the bytes used (more with readahead): random access has read amplification. (3) x and y
+# are 2 x 64 x 1,024 x 8 bytes = 1 MiB; 80 GB holds 76,293 of them. The batch is never what
 # fills a GPU; the activations it produces are (notebook 04, §4.3).
-batch, seq_len, page = 64, 1024, 4096
-window_bytes = 2 * (seq_len + 1)
-starts = torch.randint(15 * 10**12 - seq_len, (100_000,), generator=torch.Generator().manual_seed(0)).numpy()
-pages = (2 * (starts + seq_len) + 1) // page - 2 * starts // page + 1  # last byte's page - first's + 1
-print(f"pages per window over 100,000 random starts: max {pages.max()}, mean {pages.mean():.2f}")
-e6_2_batch_bytes, e6_2_pages_max, e6_2_pages_mean = batch * window_bytes, 2, 1 + (window_bytes - 2) / page
-e6_2_read_bytes = batch * e6_2_pages_mean * page
-e6_2_xy_bytes = 2 * batch * seq_len * 8
-e6_2_batches_80gb = int(80e9 // e6_2_xy_bytes)
-check_answer("E6.2 1. batch bytes on disk", e6_2_batch_bytes)
-check_answer("E6.2 2. pages per window, at most", e6_2_pages_max)
-check_answer("E6.2 2. pages per window, on average", e6_2_pages_mean)
-check_answer("E6.2 2. bytes read per batch", e6_2_read_bytes)
-check_answer("E6.2 3. x + y bytes", e6_2_xy_bytes)
-check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb)
+#
+# ```python
+# batch, seq_len, page = 64, 1024, 4096
+# window_bytes = 2 * (seq_len + 1)
+# starts = torch.randint(15 * 10**12 - seq_len, (100_000,), generator=torch.Generator().manual_seed(0)).numpy()
+# pages = (2 * (starts + seq_len) + 1) // page - 2 * starts // page + 1  # last byte's page - first's + 1
+# print(f"pages per window over 100,000 random starts: max {pages.max()}, mean {pages.mean():.2f}")
+# e6_2_batch_bytes, e6_2_pages_max, e6_2_pages_mean = batch * window_bytes, 2, 1 + (window_bytes - 2) / page
+# e6_2_read_bytes = batch * e6_2_pages_mean * page
+# e6_2_xy_bytes = 2 * batch * seq_len * 8
+# e6_2_batches_80gb = int(80e9 // e6_2_xy_bytes)
+# check_answer("E6.2 1. batch bytes on disk", e6_2_batch_bytes)
+# check_answer("E6.2 2. pages per window, at most", e6_2_pages_max)
+# check_answer("E6.2 2. pages per window, on average", e6_2_pages_mean)
+# check_answer("E6.2 2. bytes read per batch", e6_2_read_bytes)
+# check_answer("E6.2 3. x + y bytes", e6_2_xy_bytes)
+# check_answer("E6.2 3. batches in 80 GB", e6_2_batches_80gb)
+# ```
+#
+# </details>

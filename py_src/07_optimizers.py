@@ -29,6 +29,8 @@ from lecture_utils import setup; device = setup()
 # (`weight_decay` is L2: $\lambda\theta$ added to $g$).
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Say: one `update` per optimizer, one line per term of the notes' formulas.
 # - Ask the room: which of the six keep no state, which two tensors per parameter?
 
@@ -38,7 +40,7 @@ import gc
 import matplotlib.pyplot as plt
 import torch
 
-from lecture_utils import check, check_answer
+from lecture_utils import check
 from lecture_utils.optim import descend  # descend(optimizer_class, grad, start, steps, **hyper): the points visited
 
 # %% slideshow={"slide_type": "subslide"}
@@ -155,7 +157,7 @@ for ours, (theirs, hyper) in TWINS.items():
 # are barely regularised. Two weights from 1, gradients alternating $\pm 10^{-3}$ and
 # $\pm 10^2$, 1,000 steps; each as a fraction of the run without decay:
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S32"]
+# %% slideshow={"slide_type": "-"} tags=["claim-S32"]
 def after_1000_steps(optimizer_class, weight_decay):
     grads = iter(torch.tensor([1e-3, 1e2], dtype=torch.float64) * sign for sign in [1.0, -1.0] * 500)
     return descend(optimizer_class, lambda p: next(grads), [1.0, 1.0], 1000, lr=0.01, weight_decay=weight_decay)[-1]
@@ -165,7 +167,7 @@ kept = {cls.__name__: after_1000_steps(cls, 0.1) / after_1000_steps(cls, 0.0) fo
 check("AdamW: both weights keep (1 - lr wd)^1000", kept["AdamW"], torch.full_like(kept["AdamW"], 0.999**1000), rel=1e-3)
 check("Adam + L2: the weight with large gradients keeps 99%", round(kept["Adam"][1].item(), 3), 0.99)
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: the six optimizers up close
 #
 # Six optimizers on one valley, then the claims behind the picture, each checked:
@@ -173,12 +175,12 @@ check("Adam + L2: the weight with large gradients keeps 99%", round(kept["Adam"]
 # rates, Adam's bias correction step by step and what happens without it, and Adam + L2 on
 # small gradients.
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### Six optimizers on one valley
 #
 # A valley 50 times steeper across than along; its gradient is $(x, 50y)$:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.plots import plot_optimizer_paths
 
 CURVATURE = torch.tensor([1.0, 50.0], dtype=torch.float64)
@@ -186,16 +188,16 @@ RUNS = {"SGD, lr 0.035": (SGD, 0.035), "Momentum 0.9, lr 0.035": (Momentum, 0.03
         "RMSProp, lr 0.1": (RMSProp, 0.1), "Adam, lr 0.2": (Adam, 0.2), "AdamW, lr 0.2, wd 0.01": (AdamW, 0.2)}
 paths = {name: descend(cls, lambda p: CURVATURE * p, (-8.0, 1.5), 60, lr=lr) for name, (cls, lr) in RUNS.items()}
 
-# %% caption="Paths of the six optimizers on the valley f(x, y) = (x\u00b2 + 50 y\u00b2) / 2, all from the same start in 60 steps." tags=["deeper"]
+# %% caption="Paths of the six optimizers on the valley f(x, y) = (x\u00b2 + 50 y\u00b2) / 2, all from the same start in 60 steps." slideshow={"slide_type": "skip"} tags=["deeper"]
 plot_optimizer_paths(paths, curvature=(1, 50))
 plt.show()
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # SGD zigzags across the valley and crawls along it: the steep direction caps its `lr`. The
 # adaptive three scale each coordinate by its own gradient size. AdaGrad's sum only grows,
 # so its steps die like $1/\sqrt t$; RMSProp's average does not.
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### Momentum: a decaying sum, not an average
 #
 # In torch's convention (ours above), $b_t = \mu b_{t-1} + g_t$ grows under a constant
@@ -203,7 +205,7 @@ plt.show()
 # $b_t = \mu b_{t-1} + (1-\mu) g_t$ is the same optimizer with $\eta$ multiplied by $1-\mu$,
 # so a learning rate tuned in one convention is 10× off in the other.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 import math
 
 import numpy as np
@@ -228,7 +230,7 @@ check("averaging form with lr / (1 - mu) == sum form with lr (the valley, 60 ste
       descend(Momentum, lambda p: (1 - mu) * CURVATURE * p, (-8.0, 1.5), 60, lr=0.035 / (1 - mu)),
       averaging, rel=1e-9)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### The valley, checked
 #
 # * **SGD** on a quadratic is solvable exactly: each coordinate is multiplied by
@@ -246,7 +248,7 @@ check("averaging form with lr / (1 - mu) == sum form with lr (the valley, 60 ste
 #   50 × difference in curvature. AdaGrad and Adam move exactly $\eta$ per coordinate;
 #   RMSProp moves $\eta/\sqrt{1-\alpha} = 10\eta$, for a reason shown further down.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 short = {name: name.split()[0].rstrip(",") for name in paths}  # "SGD", "Momentum", ...
 f = {short[name]: 0.5 * (CURVATURE * path**2).sum(-1) for name, path in paths.items()}
 by_name = {short[name]: path for name, path in paths.items()}
@@ -272,7 +274,7 @@ gap = (by_name["Adam"] - by_name["AdamW"]).norm(dim=1).max().item()
 print(f"largest distance between the Adam and AdamW paths: {gap:.2f}")
 check("AdamW's path stays within 0.3 of Adam's", gap < 0.3, True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Two caveats keep this picture honest. The valley is *axis-aligned*, exactly the case a
 # per-coordinate scale fixes; rotate it 45° and $\sqrt{s}$ can no longer tell the steep
 # direction from the flat one. And a 2-D quadratic has no noise, where momentum and the
@@ -280,7 +282,7 @@ check("AdamW's path stays within 0.3 of Adam's", gap < 0.3, True)
 # $\eta\lambda = 0.002$ per step, pulls towards the origin, here also the minimum, so its
 # path stays close to Adam's.
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### AdaGrad's and RMSProp's effective learning rates in closed form
 #
 # Feed both a constant gradient $g$ and read the effective learning rate
@@ -291,7 +293,7 @@ check("AdamW's path stays within 0.3 of Adam's", gap < 0.3, True)
 # * RMSProp averages: $s_t = (1-\alpha^t)\,g^2$, so $\eta/\sqrt{s_t} = \eta /
 #   (|g|\sqrt{1-\alpha^t}) \to \eta/|g|$. The step settles instead of dying.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 G, LR, T = 2.0, 0.01, 1000
 
 
@@ -322,7 +324,7 @@ print(f"after {T} steps: AdaGrad moved {ada_moved.sum().item():.4f}, "
       f"RMSProp moved {rms_moved.sum().item():.4f} (eta * T = {LR * T:g})")
 check("AdaGrad's total distance < 2 eta sqrt(T)", ada_moved.sum().item() < 2 * LR * math.sqrt(T), True)
 
-# %% caption="Effective learning rate against step on log axes: AdaGrad's falls like 1/\u221at, RMSProp's settles at \u03b7 / |g|." tags=["deeper"]
+# %% caption="Effective learning rate against step on log axes: AdaGrad's falls like 1/\u221at, RMSProp's settles at \u03b7 / |g|." slideshow={"slide_type": "skip"} tags=["deeper"]
 fig, ax = plt.subplots(figsize=(7.0, 3.5))
 ax.loglog(t, ada_eff, label="AdaGrad: η / (|g| √t)")
 ax.loglog(t, rms_eff, label="RMSProp (α = 0.99): η / (|g| √(1 − αᵗ))")
@@ -334,13 +336,13 @@ ax.legend(frameon=False, fontsize=12, loc="lower left")
 fig.tight_layout()
 plt.show()
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The plot shows a second thing the notes do not mention: RMSProp's *first* step is
 # $1/\sqrt{1-\alpha} = 10$ times too large. Its average starts at $s_0 = 0$, so after one
 # step it holds only $(1-\alpha) g^2 = 0.01\,g^2$ and underestimates $g^2$ a hundredfold.
 # That zero-initialisation bias is what Adam corrects.
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### Adam's bias correction, step by step
 #
 # Under a constant gradient $m_t = (1-\beta_1^t)\,g$ and $v_t = (1-\beta_2^t)\,g^2$ start far
@@ -348,12 +350,12 @@ plt.show()
 # $\hat v_t = g^2$ from the first step on. So Adam's first step is $-\eta\,\mathrm{sign}(g)$,
 # whatever the size of $g$:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 g = torch.tensor([1e-3, 1.0, 1e3, -50.0], dtype=torch.float64)
 check("Adam's first step is -lr sign(g), for |g| from 1e-3 to 1e3", descend(Adam, lambda p: g, [0.0] * 4, 1, lr=0.01)[1],
       -0.01 * g.sign(), rel=1e-5)
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 beta1, beta2, lr = 0.9, 0.999, 0.01
 p = torch.zeros(4, dtype=f64)
 adam = Adam([p], lr=lr, betas=(beta1, beta2))
@@ -374,7 +376,7 @@ check("raw m_t == (1 - beta1^t) g, t = 1..20", m, (1 - beta1**t20) * g, rel=1e-1
 check("corrected m_hat_t == g at every step", m_hat, g.expand(20, 4), rel=1e-12)
 check("corrected v_hat_t == g^2 at every step", v_hat, (g**2).expand(20, 4), rel=1e-12)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # **What happens without the correction?** The notes say it offsets the underestimate that
 # the zero initialisation causes early on, which is true of $m$ and of $v$. One might
 # conclude that uncorrected steps would be too small. But the step is their ratio: without correction
@@ -385,7 +387,7 @@ check("corrected v_hat_t == g^2 at every step", v_hat, (g**2).expand(20, 4), rel
 # instead, and later ones up to 10% too large. We check $r(t)$ against an uncorrected Adam
 # written out by hand, run side by side with the real one:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 def uncorrected_over_corrected(beta1, beta2, steps, g=1.0, lr=1e-3):
     """Step of Adam without bias correction / step of Adam with it, under a constant g."""
     p = torch.zeros(1, dtype=f64)
@@ -420,7 +422,7 @@ check("beta2 = 0.95: first uncorrected step is too small", round(r[0.95][0].item
 check("beta2 = 0.95: first step that is too large", int((r[0.95] > 1).nonzero().min()) + 1, 9)
 check("beta2 = 0.95: ...by at most", round(r[0.95].max().item(), 4), 1.097, rel=1e-3)
 
-# %% caption="Ratio of Adam's uncorrected to corrected step against step for \u03b2\u2082 = 0.999 and 0.95: up to 6.6x too large early on." tags=["deeper"]
+# %% caption="Ratio of Adam's uncorrected to corrected step against step for \u03b2\u2082 = 0.999 and 0.95: up to 6.6x too large early on." slideshow={"slide_type": "skip"} tags=["deeper"]
 fig, ax = plt.subplots(figsize=(7.0, 3.5))
 for b2, ratio in r.items():
     ax.semilogx(steps_r, ratio, label=f"β₁ = 0.9, β₂ = {b2}")
@@ -431,7 +433,7 @@ ax.legend(frameon=False)
 fig.tight_layout()
 plt.show()
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### Adam + L2 the other way round: small gradients
 #
 # The effect also runs the other way, which the notes do not say: for the weight with tiny
@@ -440,7 +442,7 @@ plt.show()
 # each weight at a rate set by its gradient scale; per step, the large-gradient weight
 # decays 100 times more slowly than under AdamW.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 per_step = {k: 1 - s ** (1 / 1000) for k, s in kept.items()}
 check("Adam + L2, large gradients: kept exp(-T lr wd / 100)", round(kept["Adam"][1].item(), 4),
       math.exp(-1000 * 0.01 * 0.1 / 100), rel=1e-3)
@@ -479,7 +481,7 @@ for cls in TWINS:
     assert before is None or torch.cuda.memory_allocated(device) - before == state_bytes(optimizer), cls
 check("optimizer state, in copies of the parameters", copies, dict(SGD=0, Momentum=1, AdaGrad=1, RMSProp=1, Adam=2, AdamW=2))
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S4"]
+# %% slideshow={"slide_type": "-"} tags=["claim-S4"]
 ledger = {"weights": param_bytes / n, "gradients": sum(p.grad.nbytes for p in params) / n, "m and v": state_bytes(optimizer) / n}
 check("fp32 AdamW, measured bytes per parameter", ledger, {"weights": 4, "gradients": 4, "m and v": 8})
 check("the 16 bytes per parameter over the parameter's own 4: the notes' 4x", sum(ledger.values()) / ledger["weights"], 4.0)
@@ -494,7 +496,7 @@ ax.set(ylabel="bytes per parameter", ylim=(0, 18), yticks=[0, 4, 8, 12, 16])
 ax.legend(frameon=False, fontsize=12, loc="upper left")
 plt.show()
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: torch.optim's state, mixed precision, and the memory inside `step()`
 #
 # torch.optim keeps the same tensors plus, for the adaptive optimizers, a 4-byte `step`
@@ -502,7 +504,7 @@ plt.show()
 # `lecture_utils.training_memory.predict_training_memory` is modelled on torch.optim
 # (tests/test_nb07_optim.py checks the two agree).
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 ours, theirs = {}, {}
 print(f"{'optimizer':<9} {'state per parameter':<20} {'ours':>7} {'torch.optim':>11}")
 for cls, (torch_cls, hyper) in TWINS.items():
@@ -517,13 +519,13 @@ for cls, (torch_cls, hyper) in TWINS.items():
 check("torch.optim - ours: 4 B of step per parameter tensor, adaptive optimizers only",
       [theirs[n] - ours[n] for n in ours], [0, 0, 16, 16, 16, 16])
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # In the mixed-precision recipe of §1.2 (bf16 weights 2 + bf16 gradients 2 + fp32 master
 # weights, $m$ and $v$, 4 each) the total is again 16 bytes per parameter, 4× the fp32
 # master copy but 8× the bf16 weights the model computes with; its optimizer state alone
 # (master, $m$, $v$) is 6× those weights.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.recipes import bytes_per_param, param_breakdown
 from lecture_utils.sizes import tensor_bytes
 
@@ -533,7 +535,7 @@ check("... over the bf16 weight's bytes", bytes_per_param("mixed_bf16_adamw") / 
 check("... optimizer state (master + m + v) over the bf16 weight's bytes",
       (mixed["master weights"] + mixed["adam m"] + mixed["adam v"]) / mixed["weights (bf16)"], 6.0)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### On a GPU: the memory *inside* `step()`
 #
 # `step()` also allocates temporaries while it runs, and how many depends on the
@@ -546,7 +548,7 @@ check("... optimizer state (master + m + v) over the bf16 weight's bytes",
 # measures the peak during a second `step()` (the first allocates $m$ and $v$) on 8
 # matrices of 2048 × 2048, 134 MB of fp32 parameters.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils import cuda_only, measured
 from lecture_utils.sizes import format_bytes
 
@@ -597,6 +599,8 @@ if cuda_only(device, "the peak memory of torch.optim.AdamW's step(): for-loop, f
 # 2 + 2 + 12 bytes, the notes' 16.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Write 2 + 2 + K/G on the board for stage 1; ask the room what stage 3 divides by G.
 
 # %% slideshow={"slide_type": "subslide"} tags=["claim-S33"]
@@ -618,14 +622,14 @@ check("7.5B parameters on 64 GPUs, GB per GPU at stages 0-3 (the paper's Figure 
 # fp32 scale per block of 2048. Adafactor (Shazeer & Stern, 2018) keeps one average of
 # $g^2$ per row and per column of a matrix, and no $m$:
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S33"]
+# %% slideshow={"slide_type": "-"} tags=["claim-S33"]
 matrix = torch.zeros(2048, 2048)
 matrix.grad = torch.ones_like(matrix)
 adafactor = torch.optim.Adafactor([matrix])
 adafactor.step()
 check("Adafactor on a 2048 x 2048 matrix: a row and a column of fp32, and a 4-byte step", state_bytes(adafactor), (2048 + 2048) * 4 + 4)
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: ZeRO stage by stage, a measured stage 1, and what compression costs
 #
 # `zero_bytes_per_gpu` is exact (Fractions). Across $G$, stages 1 and 2 flatten out: each
@@ -634,7 +638,7 @@ check("Adafactor on a 2048 x 2048 matrix: a row and a column of fp32, and a 4-by
 # that by gathering every layer's parameters over the network before using them
 # (Lectures 7–8). For plain fp32 AdamW, pass `param=4, grad=4, k=8`.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 N_PAPER, G_PAPER = 7_500_000_000, 64
 PAPER_FIGURE_1_GB = [120, 31.4, 16.6, 1.9]
 print(f"{'7.5B params':<13}" + "".join(f"{'G = ' + str(gp):>12}" for gp in (1, 8, 64, 1024)))
@@ -646,13 +650,13 @@ check("stage 0 is the notes' 16 bytes / param",
 check("stages 1 and 2 at G = 10^6: bytes / param, still above 4 and 2",
       [float(zero_bytes_per_gpu(N_PAPER, 10**6, s) / N_PAPER) for s in (1, 2)], [4.000012, 2.000014])
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The paper's Figure 1 as a picture: each stage's bar split into what is left of the
 # parameters, the gradients and the optimizer state on one GPU. `zero_bytes_per_gpu` is
 # linear in its three byte counts, so each part is the function with the other two set to
 # zero. The dashed line is one 80 GB H100.
 
-# %% caption="Training state per GPU for 7.5B parameters on 64 GPUs at ZeRO stages 0-3, split into parameters, gradients and optimizer state, with the 80 GB line." tags=["deeper"]
+# %% caption="Training state per GPU for 7.5B parameters on 64 GPUs at ZeRO stages 0-3, split into parameters, gradients and optimizer state, with the 80 GB line." slideshow={"slide_type": "skip"} tags=["deeper"]
 PARTS = {"parameters (bf16)": {"param": 2, "grad": 0, "k": 0},
          "gradients (bf16)": {"param": 0, "grad": 2, "k": 0},
          "optimizer state (fp32 master, m, v)": {"param": 0, "grad": 0, "k": 12}}
@@ -682,7 +686,7 @@ check("stage 0 bar: parameters, gradients, optimizer state (GB)",
       [gb[0] for gb in part_gb.values()], [15.0, 15.0, 90.0])
 check("stages under the 80 GB line", [s for s in range(4) if totals_gb[s] <= H100_GB], [1, 2, 3])
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### One point measured: ZeRO stage 1 on two processes
 #
 # `lecture_utils.optim.zero_state_bytes()` runs torch's `ZeroRedundancyOptimizer` with
@@ -692,7 +696,7 @@ check("stages under the 80 GB line", [s for s in range(4) if totals_gb[s] <= H10
 # tensor. Stage 1 on $G = 2$ should leave about half of it on each rank; not exactly
 # half, because whole tensors are assigned to ranks.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.optim import zero_state_bytes
 
 SIZES = (256, 512, 512, 256)
@@ -708,7 +712,7 @@ check("the ranks' state adds up to the unsharded total", sum(row["state_bytes"] 
 check("each rank holds half of it, within 1%", [round(row["state_bytes"] / one_rank_total, 2) for row in ranks],
       [0.5, 0.5])
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### Compression in more detail
 #
 # The 8-bit paper uses blocks of 2048; later bitsandbytes releases use 256, and keep
@@ -716,7 +720,7 @@ check("each rank holds half of it, within 1%", [round(row["state_bytes"] / one_r
 # Adafactor with a first moment pays 4 bytes per parameter for $m$ again. A vector (a bias)
 # has no rows and columns to factor, so Adafactor keeps its full $v$.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 D = 2048
 numel = D * D
 state_rows = {
@@ -743,7 +747,7 @@ for label, tensor in (("matrix", matrix), ("bias", bias)):
 check("measured: a vector is not factored (full v + step)",
       sum(tensor_bytes(v) for v in adafactor.state[bias].values()), D * 4 + 4)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Both are approximations, and neither is free. An 8-bit state is a lossy copy that must
 # be dequantised and requantised at every step, and factoring $v$ assumes that the
 # second moment is close to rank one. The savings are large all the same: 8 → 2 bytes per
@@ -765,9 +769,11 @@ check("measured: a vector is not factored (full v + step)",
 # not the answer), then expand the hidden solution.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - E7.1 scales this notebook's measurements up to 7B: two minutes. E7.2 (after the lecture) reuses zero_bytes_per_gpu.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "-"}
 # ### E7.1 Optimizer state of a 7B model: AdamW and 8-bit Adam
 #
 # A 7B model. How many GB ($10^9$ bytes) of optimizer state does (a) fp32 AdamW keep,
@@ -778,45 +784,65 @@ e7_1_adamw_gb = ...  # GB of state for AdamW
 e7_1_8bit_gb = ...  # GB of state for 8-bit Adam, blocks of 2048
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+from lecture_utils import check_answer
+
 check_answer("E7.1 (a) AdamW state (GB)", e7_1_adamw_gb)
 check_answer("E7.1 (b) 8-bit Adam state (GB)", e7_1_8bit_gb)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
-# Answer. AdamW keeps two fp32 copies of the parameters (m and v), 8 bytes per parameter:
-# 8 * 7e9 = 56 GB, twice the 28 GB of the weights themselves. 8-bit Adam keeps m and v as
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
+# Answer. AdamW keeps two fp32 copies of the parameters (m and v), 8 bytes per parameter: 8
+# \* 7e9 = 56 GB, twice the 28 GB of the weights themselves. 8-bit Adam keeps m and v as
 # 1-byte codes plus one fp32 scale per block of 2048 for each: 2 + 8/2048 bytes per
 # parameter, 14.03 GB, a quarter of AdamW's.
-e7_1_adamw_gb = copies["AdamW"] * 4 * 7e9 / 1e9
-e7_1_8bit_gb = (2 + 2 * 4 / 2048) * 7e9 / 1e9
-check_answer("E7.1 (a) AdamW state (GB)", e7_1_adamw_gb)
-check_answer("E7.1 (b) 8-bit Adam state (GB)", e7_1_8bit_gb)
+#
+# ```python
+# e7_1_adamw_gb = copies["AdamW"] * 4 * 7e9 / 1e9
+# e7_1_8bit_gb = (2 + 2 * 4 / 2048) * 7e9 / 1e9
+# check_answer("E7.1 (a) AdamW state (GB)", e7_1_adamw_gb)
+# check_answer("E7.1 (b) 8-bit Adam state (GB)", e7_1_8bit_gb)
+# ```
+#
+# </details>
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ## Going deeper: more exercises
 #
 # One more exercise, for practice after the lecture: which ZeRO stage a 13B model needs.
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### E7.2 Which ZeRO stage does a 13B model need?
 #
 # A 13B model, mixed-precision Adam (2 + 2 + 12 bytes per parameter), 8 GPUs of 80 GB. GB
 # per GPU at stage 1? The smallest stage that fits with 20% held back for activations?
 
-# %% tags=["exercise", "deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["exercise", "deeper"]
 e7_2_stage1_gb = ...  # GB per GPU of training state at ZeRO stage 1
 e7_2_stage_64 = ...  # smallest stage (0-3) that fits with 20% of each GPU held back
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
+from lecture_utils import check_answer
+
 check_answer("E7.2 stage 1 per GPU (GB)", e7_2_stage1_gb)
 check_answer("E7.2 smallest stage in 64 GB", e7_2_stage_64)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
-# Answer. Stage 0 needs 16 * 13e9 = 208 GB per GPU. Stage 1 needs (4 + 12/8) * 13e9 =
-# 71.5 GB: it fits in 80 GB, just. With 20% held back only 64 GB is usable, and stage 1 no
-# longer fits; stage 2 needs (2 + 14/8) * 13e9 = 48.75 GB and does. Sharding the optimizer
-# state alone removes most of the 16 bytes; sharding the gradients as well is what makes
-# room for activations.
-e7_2_stage1_gb = float(zero_bytes_per_gpu(13e9, 8, 1)) / 1e9
-e7_2_stage_64 = next(s for s in range(4) if zero_bytes_per_gpu(13e9, 8, s) <= 0.8 * 80e9)
-check_answer("E7.2 stage 1 per GPU (GB)", e7_2_stage1_gb)
-check_answer("E7.2 smallest stage in 64 GB", e7_2_stage_64)
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
+# Answer. Stage 0 needs 16 \* 13e9 = 208 GB per GPU. Stage 1 needs (4 + 12/8) \* 13e9 = 71.5
+# GB: it fits in 80 GB, just. With 20% held back only 64 GB is usable, and stage 1 no longer
+# fits; stage 2 needs (2 + 14/8) \* 13e9 = 48.75 GB and does. Sharding the optimizer state
+# alone removes most of the 16 bytes; sharding the gradients as well is what makes room for
+# activations.
+#
+# ```python
+# e7_2_stage1_gb = float(zero_bytes_per_gpu(13e9, 8, 1)) / 1e9
+# e7_2_stage_64 = next(s for s in range(4) if zero_bytes_per_gpu(13e9, 8, s) <= 0.8 * 80e9)
+# check_answer("E7.2 stage 1 per GPU (GB)", e7_2_stage1_gb)
+# check_answer("E7.2 smallest stage in 64 GB", e7_2_stage_64)
+# ```
+#
+# </details>

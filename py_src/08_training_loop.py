@@ -28,6 +28,8 @@ from lecture_utils import setup; device = setup()
 # `AdamW`: notebook 07):
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: why set the gradients to None instead of zeroing them?
 
 # %%
@@ -37,7 +39,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from lecture_utils import check, check_answer, measured
+from lecture_utils import check, measured
 from lecture_utils.data import data_dir, get_batch, load_tokens
 from lecture_utils.models import GPT, get_config, n_params
 from lecture_utils.optim import AdamW, state_bytes
@@ -63,7 +65,7 @@ def train(model, optimizer, generator, steps, device=CPU):  # generator: the sam
         losses.append(loss.item())
     return losses
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S34"]
+# %% slideshow={"slide_type": "-"} tags=["claim-S34"]
 model = GPT(tiny)  # (setup() seeded everything with 0)
 optimizer = AdamW(model.parameters(), lr=3e-3)
 losses = train(model, optimizer, None, steps=30)
@@ -104,7 +106,7 @@ measured("the six-line loop, tiny GPT", tokens_per_s / 1e3, "k tokens/s")
 measured(f"its MFU by 6ND against the fp32 peak ({peak.source})", mfu, per_device=True)
 assert 0 < mfu < 1, mfu
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: the loss and the production pieces, written out
 #
 # (`set_to_none=True` has been `zero_grad`'s default since PyTorch 2.0.) The lesson code
@@ -112,7 +114,7 @@ assert 0 < mfu < 1, mfu
 # cross-entropy written out, the learning-rate schedule, gradient clipping, validation, and
 # the full step with gradient accumulation. Each is shown doing its job.
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### Cross-entropy
 #
 # Cross-entropy at a position is $\log \sum_j e^{z_j} - z_{target}$. Written as it reads,
@@ -120,7 +122,7 @@ assert 0 < mfu < 1, mfu
 # changes nothing mathematically ($\log \sum_j e^{z_j} = m + \log \sum_j e^{z_j - m}$) and
 # keeps every exponent $\le 0$:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 # @save lecture_utils/nn.py
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean over positions of logsumexp(z) - z[target]; logits (..., vocab), targets (...) ids."""
@@ -130,7 +132,7 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     picked = z.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     return (log_sum - picked).mean()
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 import math
 
 seed_all(0)
@@ -151,7 +153,7 @@ print(f"initial loss {loss_ours.item():.1f}, ln(8192) + var(logits) / 2 = {predi
 check("untrained: loss ≈ ln(8192) + var(logits) / 2 (within 2%)",
       math.isclose(loss_ours.item(), predicted, rel_tol=0.02), True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### Learning-rate schedule: warm-up, then cosine decay
 #
 # At step 0 Adam's second-moment estimate $v$ rests on a single gradient, so its steps are
@@ -160,7 +162,7 @@ check("untrained: loss ≈ ln(8192) + var(logits) / 2 (within 2%)",
 #
 # $$\eta_t = \eta_{min} + \tfrac12\left(1 + \cos\left(\pi\,\tfrac{t - t_{warm}}{T - t_{warm}}\right)\right)(\eta_{max} - \eta_{min})$$
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 # @save lecture_utils/train/loop.py
 def cosine_lr(step: int, max_lr: float, min_lr: float, warmup_steps: int, total_steps: int) -> float:
     """Linear warm-up from 0 to max_lr over warmup_steps, cosine decay to min_lr at
@@ -172,7 +174,7 @@ def cosine_lr(step: int, max_lr: float, min_lr: float, warmup_steps: int, total_
     progress = (step - warmup_steps) / (total_steps - warmup_steps)  # 0 -> 1 over the decay
     return min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (max_lr - min_lr)
 
-# %% caption="cosine_lr for a 200-step run: linear warm-up to 3e-3 over 20 steps, cosine decay to 3e-4 at step 200, constant after." tags=["deeper"]
+# %% caption="cosine_lr for a 200-step run: linear warm-up to 3e-3 over 20 steps, cosine decay to 3e-4 at step 200, constant after." slideshow={"slide_type": "skip"} tags=["deeper"]
 import matplotlib.pyplot as plt
 
 max_lr, min_lr, warmup, total = 3e-3, 3e-4, 20, 200
@@ -194,7 +196,7 @@ check("half-way through the decay: (max_lr + min_lr) / 2", lrs[110], (max_lr + m
 check("end of the run and after: min_lr", (lrs[200], lrs[240]), (min_lr, min_lr))
 check("never increases after warm-up", all(a >= b for a, b in zip(lrs[20:], lrs[21:], strict=False)), True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### Gradient clipping: what a loss spike does to an update
 #
 # Now and then a batch produces a gradient far larger than usual (a loss spike), and one
@@ -202,7 +204,7 @@ check("never increases after warm-up", all(a >= b for a, b in zip(lrs[20:], lrs[
 # `max_norm / norm` when their global L2 norm exceeds `max_norm`: the direction is kept,
 # the length bounded. (tests/test_train.py checks it against `torch.nn.utils.clip_grad_norm_`.)
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 # @save lecture_utils/train/loop.py
 def clip_grad_norm(parameters, max_norm: float) -> torch.Tensor:
     """Scale all gradients in place so their global L2 norm is at most max_norm; return the
@@ -219,7 +221,7 @@ def clip_grad_norm(parameters, max_norm: float) -> torch.Tensor:
         g.mul_(coef.to(g.device, g.dtype))
     return total
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Simulate a spike on the model trained above: the same batch, once normally and once with
 # the loss multiplied by 1000. With a plain gradient step (SGD, learning rate $\eta$) the
 # parameter change is $\eta \lVert g \rVert$, so the spike moves the weights 1000 times as
@@ -228,7 +230,7 @@ def clip_grad_norm(parameters, max_norm: float) -> torch.Tensor:
 # poisons its *state*: $v$ absorbs $(1 - \beta_2)\, g_{spike}^2$ and stays inflated for
 # many steps, shrinking every later update. Both, measured on copies of the model:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 import copy
 
 
@@ -271,7 +273,7 @@ print(f"AdamW, one spiked step: parameter change {adam_free:.2g} unclipped vs {a
 check("AdamW: the unclipped spike moves the weights further", adam_free > adam_clip, True)
 check("AdamW: the unclipped spike inflates sqrt(||v||) more than 20x", v_free / v_clip > 20, True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### Validation loss, and the step with all the pieces
 #
 # The training loss is measured on the batch the model is about to learn from: noisy and
@@ -281,7 +283,7 @@ check("AdamW: the unclipped spike inflates sqrt(||v||) more than 20x", v_free / 
 # `lm_loss` is torch's `F.cross_entropy`, our `cross_entropy`'s value with a fused
 # log-softmax: for backward it keeps one positions × vocabulary tensor where ours keeps two.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 # @save lecture_utils/train/loop.py
 def lm_loss(logits, targets):
     """Our cross_entropy's value, by F.cross_entropy (fp32, over every position)."""
@@ -296,7 +298,7 @@ def evaluate(model, batches) -> float:
     model.train()
     return sum(losses) / len(losses)
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.sizes import tensor_bytes
 from lecture_utils.training_memory import saved_tensor_bytes
 
@@ -316,13 +318,13 @@ check("lm_loss == cross_entropy", lm_loss(logits, y), cross_entropy(logits, y), 
 check("saved for backward, in positions x vocabulary fp32 tensors: ours, lm_loss",
       (saved_ours // n_by_v, saved_torch // n_by_v), (2, 1))
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # One optimizer step: the scheduled learning rate, clipping, and *gradient accumulation*
 # (each micro-batch's loss divided by their number, so the summed gradients are those of
 # the mean loss: a bigger effective batch without more memory). `scaler` is for fp16
 # (§8.3). `Trainer` calls this same function for every step.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 # @save lecture_utils/train/loop.py
 def train_step(model, optimizer, batches, lr: float, clip: float, scaler=None) -> tuple[float, float]:
     """One optimizer step over the micro-batches ``batches`` (a list of (x, y)).
@@ -345,7 +347,7 @@ def train_step(model, optimizer, batches, lr: float, clip: float, scaler=None) -
         optimizer.step()
     return total, norm.item()
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 one, halves = copy.deepcopy((model, optimizer)), copy.deepcopy((model, optimizer))
 loss_one, norm_one = train_step(*one, [(x, y)], lr=1e-3, clip=1e9)
 loss_two, norm_two = train_step(*halves, [(x[:4], y[:4]), (x[4:], y[4:])], lr=1e-3, clip=1e9)
@@ -360,6 +362,8 @@ check("one batch of 8 or two micro-batches of 4: the same mean loss and gradient
 # four seeding lines; the sampler gets its own seeded generator).
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: which of the five sources can a seed not fix?
 
 # %% slideshow={"slide_type": "subslide"}
@@ -372,18 +376,18 @@ def fresh(seed, deterministic=False):  # what a new process builds: model, optim
 losses_a = train(*fresh(0), steps=5)
 check("seed 0 twice: the same 5 losses, bit for bit", train(*fresh(0), steps=5) == losses_a, True)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "-"}
 # Seeds do not fix the fifth: float addition is not associative, so the order in which
 # threads add changes the last bits. `torch.use_deterministic_algorithms(True)` swaps in
 # deterministic kernels, or raises where there are none; with the mode off, this check fails:
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S36"]
+# %% slideshow={"slide_type": "-"} tags=["claim-S36"]
 seed_all(0, deterministic=True)  # seeded, then deterministic mode on
 err = check("deterministic mode is on: put_, which has no deterministic kernel, raises",
             lambda: torch.zeros(4).put_(torch.tensor([0, 0]), torch.ones(2)), raises=RuntimeError)
 seed_all(0)  # the flag is global: off again (seed_all turns it off unless asked)
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: float order, deterministic mode on the CPU and on CUDA
 #
 # Another seed gives another run; deterministic mode gives the same one. "Bit for bit"
@@ -397,7 +401,7 @@ seed_all(0)  # the flag is global: off again (seed_all turns it off unless asked
 # every run instead of leftover bytes. On CUDA, an example of the notes' "atomicAdd
 # reductions" that the flag refuses: `bincount` with weights, an `atomicAdd` histogram.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils import cuda_only, measured
 
 check("seed 1: all 5 losses differ", all(a != b for a, b in zip(losses_a, train(*fresh(1), steps=5), strict=True)), True)
@@ -433,6 +437,8 @@ check("use_deterministic_algorithms(False) turned them off again (the flag is gl
 # file whole.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: what does the notes' checkpoint leave out? For which samplers does it matter?
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -444,7 +450,7 @@ check("use_deterministic_algorithms(False) turned them off again (the flag is gl
 #
 # A crash after step 5; a new process resumes from each checkpoint:
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S37"]
+# %% slideshow={"slide_type": "-"} tags=["claim-S37"]
 import tempfile
 from pathlib import Path
 
@@ -474,14 +480,14 @@ torch.set_rng_state(ckpt["rng_state"])
 check("the notes' checkpoint, the notes' sampler: steps 6-10 bitwise the uninterrupted run's",
       train(model, optimizer, None, 5) == notes_losses[5:], True)
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: what the notes' checkpoint misses, the checkpoint written out, and a resume of the production loop
 #
 # First the gap: the notes' checkpoint of the first run above, whose sampler draws from a
 # generator of its own. `torch.get_rng_state()` does not hold it, so after the resume the
 # sampler starts over from its seed and replays batches 1-5:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 model, optimizer, generator = fresh(0)
 train(model, optimizer, generator, 5)
 torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": 5,
@@ -495,7 +501,7 @@ generator.manual_seed(0 + 1)  # the sampler is not in the file: it starts over f
 check("the notes' checkpoint, a sampler with its own generator: steps 6-10, no loss matches",
       all(a != b for a, b in zip(train(model, optimizer, generator, 5), losses[5:], strict=True)), True)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Then `save_checkpoint` and `load_checkpoint` as the package has them, and the same
 # experiment with the production loop: the schedule, clipping, validation every 5
 # steps and a log record per step, 30 steps with the crash after step 15. The resumed run's
@@ -504,7 +510,7 @@ check("the notes' checkpoint, a sampler with its own generator: steps 6-10, no l
 # along another path. (tests/test_train.py checks that a truncated file and a pickled
 # function are refused, and that an interrupted save leaves the old checkpoint intact.)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### `save_checkpoint` and `load_checkpoint`, written out
 #
 # `rng_state` collects every generator the next step may read: python's, numpy's, torch's
@@ -515,11 +521,11 @@ check("the notes' checkpoint, a sampler with its own generator: steps 6-10, no l
 # one, never half of one. `read_checkpoint` loads with `torch.load(weights_only=True)`, which
 # never runs code from the file, and turns a bad file into one clear error.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.files import replace_atomically
 from lecture_utils.train import read_checkpoint, rng_state, set_rng_state
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 # @save lecture_utils/train/checkpoint.py
 def save_checkpoint(path, model, optimizer, step: int, *, generator=None, **extra) -> Path:
     """Save model, optimizer, step, every RNG state and ``extra`` (plain data) atomically."""
@@ -539,7 +545,7 @@ def load_checkpoint(path, model, optimizer, *, generator=None) -> int:
     set_rng_state(payload["rng"], generator)
     return payload["step"]
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 MAX_LR, MIN_LR, WARMUP, TOTAL, CLIP, VAL_EVERY, CRASH = 3e-3, 3e-4, 5, 30, 1.0, 5, 15
 
 
@@ -591,7 +597,7 @@ log_no_opt = resume_notes_way(keep_optimizer=False)
 check("without the optimizer state the first resumed loss differs as well", log_no_opt[0]["loss"] != log_a[CRASH]["loss"],
       True)
 
-# %% caption="Training loss against step: the run resumed from save_checkpoint lies on the uninterrupted one, the notes' checkpoint runs drift off it after the crash at step 15." tags=["deeper"]
+# %% caption="Training loss against step: the run resumed from save_checkpoint lies on the uninterrupted one, the notes' checkpoint runs drift off it after the crash at step 15." slideshow={"slide_type": "skip"} tags=["deeper"]
 with plt.rc_context({"font.size": 13}):
     fig, ax = plt.subplots(figsize=(11, 5.5), layout="constrained")
     for log, style, label in ((log_a, {"color": "black", "lw": 3, "alpha": 0.35}, "uninterrupted"),
@@ -608,7 +614,7 @@ with plt.rc_context({"font.size": 13}):
     ax.set_title("The resumed run lies on the uninterrupted one, bit for bit", loc="left")
     plt.show()
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The blue dots lie exactly on the grey curve: no seam. The other two runs learn along a
 # different path, no longer reproducible from the seed, and their loss even looks *better*
 # (replayed batches were already learned): that is how a resume bug hides in a loss curve.
@@ -624,9 +630,11 @@ with plt.rc_context({"font.size": 13}):
 # norms, the loss) accumulated in fp32; weights and optimizer state stay fp32. On this CPU:
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
+# **For the presenter**
+#
 # - Ask the room: fp16 and bf16 are both 2 bytes; why does only fp16 need loss scaling?
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S38"]
+# %% slideshow={"slide_type": "-"} tags=["claim-S38"]
 a, w, targets = torch.randn(8, 16), torch.randn(16, 16), torch.zeros(8, dtype=torch.long)
 with torch.autocast("cpu", dtype=torch.bfloat16):
     h = a @ w
@@ -638,7 +646,7 @@ check("under autocast: matmul in bf16, loss in fp32", (h.dtype, loss.dtype), (to
 # multiplies the loss by $2^k$ and divides the gradients back; bf16 has fp32's 8 exponent
 # bits and needs none. A gradient of $10^{-8}$:
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S38"]
+# %% slideshow={"slide_type": "-"} tags=["claim-S38"]
 grads = {}
 for dtype, scale in ((torch.float16, 1), (torch.float16, 2**14), (torch.bfloat16, 1)):
     w = torch.ones(4, dtype=dtype, requires_grad=True)
@@ -654,7 +662,7 @@ check("bf16, no scaling: it survives", grads[torch.bfloat16, 1], torch.full((4,)
 # gradients (ZeRO). Cast them to fp32 for the step and drop the bf16 ones (Megatron-LM):
 # 18 live, measured on one weight matrix:
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S6"]
+# %% slideshow={"slide_type": "-"} tags=["claim-S6"]
 w = torch.randn(64, 64, dtype=torch.bfloat16, requires_grad=True)  # a bf16 weight matrix
 (torch.randn(8, 64, dtype=torch.bfloat16) @ w).float().square().mean().backward()  # its gradient: bf16
 master = w.detach().float()  # the fp32 master copy, which the optimizer updates
@@ -668,7 +676,7 @@ check("mixed precision, measured live bytes per parameter: 18 (16 if the step re
       {**ledger, "in all": sum(ledger.values())},
       {"bf16 weights": 2, "fp32 gradients": 4, "fp32 master": 4, "m and v": 8, "in all": 18})
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: autocast per device, fp16's smallest numbers, FP8, and the autocast recipe
 #
 # Which ops autocast keeps in fp32 is a per-device list. On CUDA softmax, layer norm,
@@ -679,7 +687,7 @@ check("mixed precision, measured live bytes per parameter: 18 (16 if the step re
 # bf16 numbers show it (a bf16 accumulator would stall at 256). `cross_entropy` above casts
 # its logits to fp32 itself, so its output is fp32 everywhere.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 def autocast_dtypes(device_type):
     a = torch.randn(8, 16, device=device_type)
     w = torch.randn(16, 16, device=device_type)
@@ -717,7 +725,7 @@ if cuda_only(device, "the CUDA autocast dtype list"):
     measured("CUDA autocast dtypes", ", ".join(f"{k}: {v}" for k, v in gpu_dtypes.items()), per_device=True,
              ref="autocast-dtypes")
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### fp16's smallest numbers, and `GradScaler`
 #
 # fp16's smallest positive (subnormal) number is $2^{-24} \approx 6 \times 10^{-8}$; a value
@@ -728,14 +736,14 @@ if cuda_only(device, "the CUDA autocast dtype list"):
 # grows it again after a run of good steps. `train_step` calls its `unscale_` before
 # clipping; `Trainer` uses one for `precision="fp16"`, none for bf16.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 check("bf16: 1e-8 survives (to 3 digits)", torch.tensor(1e-8).bfloat16().item(), 1e-8, rel=4e-3)
 check("fp16's smallest subnormal", torch.finfo(torch.float16).smallest_normal * 2**-10, 2**-24)
 check("fp16: 3e-8 rounds up to 2^-24, 2.9e-8 rounds to 0",
       (torch.tensor(3e-8).half().item(), torch.tensor(2.9e-8).half().item()), (2**-24, 0.0))
 check("GradScaler's default initial scale (fp32 loss)", torch.amp.GradScaler("cpu").get_scale(), 65536.0)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### FP8: two formats and their scale factors
 #
 # The notes' §8.3 mentions FP8 training (H100 and later, through NVIDIA's Transformer
@@ -754,7 +762,7 @@ check("GradScaler's default initial scale (fp32 loss)", torch.amp.GradScaler("cp
 # One scale per tensor, on activations around $10^{-4}$ and gradients around $10^{-6}$,
 # cast and cast back on the CPU:
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 check("e4m3 and e5m2: largest values", (torch.finfo(E4M3).max, torch.finfo(E5M2).max), (448.0, 57344.0))
 check("mantissa bits of e4m3, e5m2 (eps = 2^-bits)",
@@ -786,7 +794,7 @@ check("e5m2 / e4m3 relative error on the same scaled activations (1 decimal)",
       round(rel_error(acts, fp8_round_trip(acts, E5M2, scaled=True))
             / rel_error(acts, fp8_round_trip(acts, E4M3, scaled=True)), 1), 1.9)
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # A few percent per element is the price of 8 bits; the scale is what keeps it a few
 # percent rather than 100%. The matmul's sums are a second source of error: on Hopper the
 # FP8 tensor cores accumulate with about 14 bits of precision, not fp32's 24, so FP8
@@ -795,7 +803,7 @@ check("e5m2 / e4m3 relative error on the same scaled activations (1 decimal)",
 # [DeepSeek-V3 Technical Report](https://arxiv.org/abs/2412.19437), §3.3.2 "Increasing
 # Accumulation Precision"). The master weights and optimizer state stay fp32.
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### The autocast recipe's bytes
 #
 # `torch.autocast` keeps fp32 weights and gradients (4 + 4 + 4 + 4 = 16 again). Its bf16
@@ -804,7 +812,7 @@ check("e5m2 / e4m3 relative error on the same scaled activations (1 decimal)",
 # copies saved for backward live until backward, about 2 bytes per parameter more at the
 # peak.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.recipes import bytes_per_param, param_breakdown
 
 check("autocast caches its weight casts by default (cache_enabled=True)", torch.is_autocast_cache_enabled(), True)
@@ -831,7 +839,7 @@ check("autocast: the same 16 in all", sum(measured_ac.values()), float(bytes_per
 # line per step, checkpoints, and out-of-memory recovery (the step redone in half-size
 # micro-batches). 15 CPU steps, out of memory above 4 sequences:
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "-"}
 cfg = TrainConfig(steps=15, batch_size=8, seq_len=64, warmup=3, val_every=5, device="cpu")  # tiny, lr 3e-3
 trainer = Trainer(cfg, workdir / "trainer", progress=False, echo=print)
 forward = trainer.parts.model.forward
@@ -855,7 +863,7 @@ check("learning rate: warm-up over steps 1-3 to 3e-3, then decay", (lrs[:4], lrs
 check("steps whose gradient norm was above clip = 1.0, so clipped", sum(r["grad_norm"] > cfg.clip for r in records) > 0,
       True)
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: the run's curves, its MFU, and GPT-2 small on a GPU
 #
 # The same run as curves, read back from its `log.jsonl` by
@@ -865,7 +873,7 @@ check("steps whose gradient norm was above clip = 1.0, so clipped", sum(r["grad_
 # lecture_utils.train --steps 200 --out runs/tiny` trains, `python -m lecture_utils.train
 # plot OUT` draws the same panels into `OUT/curves.png`.
 
-# %% caption="The Trainer's 15-step CPU run read back from log.jsonl: training and validation loss, learning rate and tokens per second against step." tags=["deeper"]
+# %% caption="The Trainer's 15-step CPU run read back from log.jsonl: training and validation loss, learning rate and tokens per second against step." slideshow={"slide_type": "skip"} tags=["deeper"]
 import json
 
 from lecture_utils.plots import plot_training_curves
@@ -881,7 +889,7 @@ check("the loss panel draws those losses", list(fig.axes[0].lines[0].get_ydata()
 check("the loss fell by more than 1.0", records[0]["loss"] - records[-1]["loss"] > 1.0, True)
 plt.show()
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Each record also holds the step's throughput and MFU: the FLOPs of a step are three times
 # the exact forward count of notebook 03 (backward ≈ 2 × forward) times the batch; on the
 # CPU the denominator is the best matmul rate `Trainer` measured here at the start of the
@@ -889,7 +897,7 @@ plt.show()
 # fused attention (`attention="sdpa"`: the same logits, but no score matrix kept for
 # backward).
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 import statistics
 
 from lecture_utils.flops import transformer_flops
@@ -903,7 +911,7 @@ measured("peak the MFU divides by (a measured matmul on a CPU)", trainer.peak / 
 measured("tokens/s (median of steps 4-15)", statistics.median(r["tokens_per_s"] for r in later), "tokens/s")
 measured("MFU (median of steps 4-15)", statistics.median(r["mfu"] for r in later))
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # On a GPU: the `gpu` config, GPT-2 small's shape (12 layers, width 768, 1024 positions),
 # bf16 autocast and torch's fused AdamW, 10 steps of 8 × 1024 tokens, against the GPU's
 # dense bf16 peak. The notes cite GPT-2 only for its vocabulary of 50,257 tokens (§6); they
@@ -915,7 +923,7 @@ measured("MFU (median of steps 4-15)", statistics.median(r["mfu"] for r in later
 # 163,026,432 parameters, 123.6M without its two tables, because its separate output layer
 # (38.6M) still counts. Then the scratch folder of this notebook's checkpoints is removed.
 
-# %% tags=["deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["deeper"]
 import shutil
 
 from lecture_utils.models import n_params
@@ -969,7 +977,7 @@ check("the scratch folder is gone", not workdir.exists(), True)
 # Fill in the `...`, run the cell and the check under it (it says whether you are right,
 # not the answer), then expand the hidden solution.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "-"}
 # ### E8.1 Steps for a token budget, and the learning rate
 #
 # A run trains on batches of 512 sequences of 2048 tokens until it has seen 300 billion
@@ -982,27 +990,37 @@ e8_1_steps = ...  # steps to reach 300e9 tokens, rounded up
 e8_1_lr_500 = ...  # learning rate at step 500
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check"]
+from lecture_utils import check_answer
+
 check_answer("E8.1 steps for 300B tokens", e8_1_steps)
 check_answer("E8.1 learning rate at step 500", e8_1_lr_500)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution"]
-# Answer. One step sees 512 * 2048 = 2^20 = 1,048,576 tokens, so 300e9 tokens take
-# 300e9 / 2^20 = 286,102.3 steps: 286,103 with the partial last one. Step 500 is a quarter
-# of the way through the 2000 warm-up steps, so the learning rate is 6e-4 / 4 = 1.5e-4
-# (the cosine part starts only at step 2000).
-import math
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
+# Answer. One step sees 512 \* 2048 = 2^20 = 1,048,576 tokens, so 300e9 tokens take 300e9 /
+# 2^20 = 286,102.3 steps: 286,103 with the partial last one. Step 500 is a quarter of the
+# way through the 2000 warm-up steps, so the learning rate is 6e-4 / 4 = 1.5e-4 (the cosine
+# part starts only at step 2000).
+#
+# ```python
+# import math
+#
+# e8_1_steps = math.ceil(300e9 / (512 * 2048))
+# e8_1_lr_500 = cosine_lr(500, 6e-4, 6e-5, 2000, e8_1_steps)
+# check_answer("E8.1 steps for 300B tokens", e8_1_steps)
+# check_answer("E8.1 learning rate at step 500", e8_1_lr_500)
+# ```
+#
+# </details>
 
-e8_1_steps = math.ceil(300e9 / (512 * 2048))
-e8_1_lr_500 = cosine_lr(500, 6e-4, 6e-5, 2000, e8_1_steps)
-check_answer("E8.1 steps for 300B tokens", e8_1_steps)
-check_answer("E8.1 learning rate at step 500", e8_1_lr_500)
-
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deeper"]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ## Going deeper: more exercises
 #
 # One more exercise, for practice after the lecture: a checkpoint's size on disk.
 
-# %% [markdown] tags=["deeper"]
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### E8.2 How big is a checkpoint, and what does saving it need?
 #
 # (a) A model trained in fp32 with AdamW is checkpointed for an exact resume. How many bytes
@@ -1010,20 +1028,30 @@ check_answer("E8.1 learning rate at step 500", e8_1_lr_500)
 # checkpoint next to the previous one and renames it over it. How many GB ($10^9$ bytes) of
 # disk does the run's folder need at that moment?
 
-# %% tags=["exercise", "deeper"]
+# %% slideshow={"slide_type": "skip"} tags=["exercise", "deeper"]
 e8_2_bytes_per_param = ...  # bytes per parameter of the checkpoint's tensors
 e8_2_disk_gb = ...  # GB of disk while a 7B model's checkpoint is being saved
 
 # %% jupyter={"source_hidden": true} slideshow={"slide_type": "skip"} tags=["exercise-check", "deeper"]
+from lecture_utils import check_answer
+
 check_answer("E8.2 (a) checkpoint bytes per parameter", e8_2_bytes_per_param)
 check_answer("E8.2 (b) disk during a save of a 7B model (GB)", e8_2_disk_gb)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
-# Answer. (a) 12: the fp32 weights (4) and AdamW's m and v (4 + 4). The gradients (the
-# other 4 of the 16 bytes in training memory) are not saved: the next step recomputes them.
-# (b) One checkpoint is 12 * 7e9 = 84 GB; until the
-# rename the old one is still there beside the new one: 168 GB.
-e8_2_bytes_per_param = ledger["m and v"] + 4  # m and v, and the fp32 weights: no gradients
-e8_2_disk_gb = 2 * e8_2_bytes_per_param * 7e9 / 1e9  # the old checkpoint and the new one
-check_answer("E8.2 (a) checkpoint bytes per parameter", e8_2_bytes_per_param)
-check_answer("E8.2 (b) disk during a save of a 7B model (GB)", e8_2_disk_gb)
+# %% [markdown] slideshow={"slide_type": "skip"} tags=["solution", "deeper"]
+# <details>
+# <summary><b>Solution</b> (open it once you have tried)</summary>
+#
+# Answer. (a) 12: the fp32 weights (4) and AdamW's m and v (4 + 4). The gradients (the other
+# 4 of the 16 bytes in training memory) are not saved: the next step recomputes them. (b)
+# One checkpoint is 12 \* 7e9 = 84 GB; until the rename the old one is still there beside
+# the new one: 168 GB.
+#
+# ```python
+# e8_2_bytes_per_param = ledger["m and v"] + 4  # m and v, and the fp32 weights: no gradients
+# e8_2_disk_gb = 2 * e8_2_bytes_per_param * 7e9 / 1e9  # the old checkpoint and the new one
+# check_answer("E8.2 (a) checkpoint bytes per parameter", e8_2_bytes_per_param)
+# check_answer("E8.2 (b) disk during a save of a 7B model (GB)", e8_2_disk_gb)
+# ```
+#
+# </details>

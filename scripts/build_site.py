@@ -69,8 +69,10 @@ VIEWS = {
     "setup": ("remove-input", "skip"),  # the one-line setup cell: its output only
     "notes": ("remove-cell", "notes"),  # speaker notes: the deck's speaker view only
     "solution": ("hide-cell", "skip"),  # code and output behind "Show solution"
+    "solution text": (None, "skip"),  # a solution as markdown: its own <details> keeps it shut
     "check": ("hide-input", "skip"),  # an exercise check: its verdict stays visible
     "deeper": ("hide-input", "skip"),  # Going deeper: code collapsed, text set apart (set_apart)
+    "deeper exercise": (None, "skip"),  # a fill-in cell in "Going deeper: more exercises": shown
     "core": (None, None),
 }
 
@@ -83,12 +85,12 @@ def role(cell, setup) -> str:
     if cell.metadata.get("slideshow", {}).get("slide_type") == "notes":
         return "notes"
     if "solution" in tags:
-        return "solution"
+        return "solution" if cell.cell_type == "code" else "solution text"
     if cell.cell_type == "code" and cell.metadata.get("jupyter", {}).get("source_hidden"):
         return "check"  # CONTRIBUTING, Exercises: a check's code is hidden in Lab
-    if "exercise" in tags:
-        return "core"  # a fill-in cell shows its code, in "Going deeper: more exercises" too
-    return "deeper" if "deeper" in tags else "core"
+    if "deeper" in tags:  # a fill-in cell shows its code on the site, in "Going deeper: more exercises" too
+        return "deeper exercise" if "exercise" in tags else "deeper"
+    return "core"
 
 
 def has_figure(cell) -> bool:
