@@ -385,7 +385,7 @@ check("same bug, seq1 == seq2: passes the shape check",
 # the notes' GPT-3 FFN matrix `[12288, 49152]` in bfloat16 (§2.1).
 
 # %% tags=["exercise"]
-q5_needed = ...  # the value stride[0] of x.T would need for view(-1) to work (x is 3 x 4)
+q5_needed = ...  # x.T (shape (4, 3)) keeps stride[1] = 4: the stride[0] that lets view(-1) merge dims 0 and 1
 q5_extra_bytes = ...  # extra memory of w.T.contiguous() for the FFN matrix, in bytes
 q5_traffic_bytes = ...  # bytes the copy reads plus writes, in bytes
 

@@ -249,8 +249,8 @@ del wrong
 # x86-64 Linux) that holds it. To test that we need a file much larger than a batch: 330
 # copies of the training split, 150M tokens, 301 MB, written one copy at a time. A batch
 # is windows at random starts (as `get_batch_simple` draws them): we draw eight starts
-# and work out the pages they touch before touching the file. Eight windows of 1,025
-# tokens (1,024 inputs and the one extra target) are 16,400 bytes of data:
+# and work out the pages they touch before touching the file. Eight windows of 2,049
+# tokens (2,048 inputs and the one extra target) are 32,784 bytes of data:
 
 # %% slideshow={"slide_type": "skip"} tags=["deeper"]
 BIG = TMP / "big.bin"
@@ -266,16 +266,16 @@ check("tokens", big_tokens, 150_282_990)
 check("bytes = 2 x tokens", big_bytes, 300_565_980)
 
 PAGE = 4096  # bytes; the page size of x86-64 Linux
-RSS_BATCH, RSS_SEQ, RSS_SEED = 8, 1024, 6
+RSS_BATCH, RSS_SEQ, RSS_SEED = 8, 2048, 6
 starts = torch.randint(big_tokens - RSS_SEQ, (RSS_BATCH,),
                        generator=torch.Generator().manual_seed(RSS_SEED)).numpy()
 first_page = 2 * starts // PAGE                    # the byte offset of token i is 2i
 last_page = (2 * (starts + RSS_SEQ) + 1) // PAGE   # the last byte of the window
 touched = {int(p) for a, b in zip(first_page, last_page, strict=True) for p in range(a, b + 1)}
 print("window starts:", starts.tolist())
-check("bytes the batch reads", RSS_BATCH * (RSS_SEQ + 1) * 2, 16_400)
-check("distinct 4 KiB pages they lie on", len(touched), 12)
-check("...that is, this much of the file", len(touched) * PAGE, 49_152)
+check("bytes the batch reads", RSS_BATCH * (RSS_SEQ + 1) * 2, 32_784)
+check("distinct 4 KiB pages they lie on", len(touched), 16)
+check("...that is, this much of the file", len(touched) * PAGE, 65_536)
 
 # %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Now the measurement. A process's **resident set size** (RSS) is the physical memory
@@ -307,7 +307,7 @@ gc.collect()
 r_start = rss()
 mapped = np.memmap(BIG, dtype=np.uint16, mode="r")
 r_mapped = rss()
-batch = mapped[starts[:, None] + np.arange(RSS_SEQ + 1)]  # the 8 windows: the bytes get_batch reads
+batch = mapped[starts[:, None] + np.arange(RSS_SEQ + 1)]  # the 8 windows: the bytes a sampler reads
 r_batch = rss()
 
 if not HAVE_PROC:
@@ -317,11 +317,11 @@ else:
     measured("...after reading the 8 windows", grown(r_start, r_batch), "MB")
     measured("   of which file-backed (RssFile)", grown(r_start, r_batch, "RssFile"), "MB")
     # computed, not measured: nbval compares these two exactly
-    check("the 12 pages the windows lie on (MB)", len(touched) * PAGE / 1e6, 0.049152)
+    check("the 16 pages the windows lie on (MB)", len(touched) * PAGE / 1e6, 0.065536)
     check("the whole file (MB)", big_bytes / 1e6, 300.56598)
     assert grown(r_start, r_mapped) * 1e6 < 0.01 * big_bytes, r_mapped  # mapping reads nothing
     assert grown(r_start, r_batch) * 1e6 < 0.1 * big_bytes, r_batch     # a batch reads ~nothing
-check("the batch read: 8 windows x 1,025 tokens", batch.shape, (8, 1025))
+check("the batch read: 8 windows x 2,049 tokens", batch.shape, (8, 2049))
 
 # %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Now the same file read the ordinary way, with `np.fromfile`, after dropping the map:
@@ -996,8 +996,9 @@ check_answer("E6.1 bytes in that dtype", e6_1_llama3_bytes)
 # 1. How many bytes of token ids does the batch read from the file (64 windows)?
 # 2. The operating system reads whole 4 KiB pages. How many pages does one 1,025-token
 #    window touch at most, and on average? (A window starts at a random token, so at an even
-#    byte offset; check your average by drawing random starts.) How many bytes come off the
-#    disk per batch, then, if nothing is cached?
+#    byte offset. Work the average out exactly, or estimate it by drawing random starts: an
+#    estimate within 1% counts.) How many bytes come off the disk per batch, then, if
+#    nothing is cached?
 # 3. How big are `x` and `y` together on the GPU, as int64? How many such pairs fit in 80 GB?
 
 # %% slideshow={"slide_type": "skip"} tags=["exercise", "deeper"]

@@ -125,10 +125,24 @@ def test_check_answer_says_not_answered_right_or_not_right_and_never_raises(caps
 def test_a_classic_mistake_gets_a_hint_never_the_answer(capsys, monkeypatch, answer, hint):
     from lecture_utils import exercises
 
-    monkeypatch.setitem(exercises.ANSWERS, "Q3", exercises.Answer(5_000_000_000, rel=0.01))
+    monkeypatch.setitem(exercises.ANSWERS, "Q3", exercises.Answer(5_000_000_000, rel=0.01, factors=True))
     exercises.check_answer("Q3", answer)
     out = capsys.readouterr().out
     assert out.startswith("✗ Q3: ") and hint in out and "5000000000" not in out.split("not right yet")[1]
+
+
+def test_a_generic_factor_hint_fires_only_where_the_answer_opts_in(capsys, monkeypatch):
+    """A stride of 3 where 12 is right is a factor of 4 off, but not 'float32's 4 bytes' (issue 28)."""
+    from lecture_utils import exercises
+
+    monkeypatch.setitem(exercises.ANSWERS, "stride", exercises.Answer(12))
+    exercises.check_answer("stride", 3)
+    assert capsys.readouterr().out == "✗ stride: 3 is not right yet (the hidden solution below explains it)\n"
+    monkeypatch.setitem(exercises.ANSWERS, "bytes", exercises.Answer(12, factors=True))
+    exercises.check_answer("bytes", 3)
+    assert "float32's 4 bytes" in capsys.readouterr().out
+    exercises.check_answer("Q5, stride[0] that view(-1) needs", 3)  # the real one: its own hint
+    assert "x.T's stride[1] is 4" in capsys.readouterr().out
 
 
 def test_an_exercises_own_hint_for_a_likely_wrong_answer(capsys, monkeypatch):
