@@ -16,10 +16,10 @@ NOTEBOOKS := $(LESSONS:%=notebooks/%.ipynb)
 LAB_ARGS ?=
 
 .PHONY: help setup lab test test-slow unit nbval run regen export lint lint-workflows wheel bench data corpus gpu-check gpu-rehearsal clean \
-	site slides site-check
+	site slides site-check i18n zh
 
 help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
@@ -40,8 +40,9 @@ setup: $(STAMP)  ## create .venv, install pinned deps, register the Jupyter kern
 # pass it then, and only then.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-# Lab serves the repository but opens in notebooks/, which holds only the eight notebooks:
-# rooted at notebooks/, jupytext could not write the paired .py twin in py_src/ on save.
+# Lab serves the repository but opens in notebooks/ (the eight notebooks, and zh/: their Chinese
+# edition, from make zh): rooted at notebooks/, jupytext could not write the paired .py twin in
+# py_src/ on save.
 # jupyter/ joins Jupyter's config path for this Lab only (the user's ~/.jupyter is left
 # alone): its labconfig/page_config.json turns off the "official Jupyter news?" prompt.
 lab: $(STAMP)  ## set up, then open JupyterLab in notebooks/
@@ -89,10 +90,24 @@ run: $(STAMP)  ## execute every notebook headless; HTML to build/; then name any
 # inputs from whichever file of a pair is newer and keeps the cell ids (no noisy diffs).
 # One notebook: make regen TWINS=py_src/01_tensors_and_strides.py
 TWINS := $(LESSONS:%=py_src/%.py)
-regen: export  ## export lesson code, then re-execute notebooks in place (new goldens) and re-sync the .py twins
+regen: export  ## export lesson code, re-execute notebooks in place (new goldens), re-sync the .py twins, then make i18n zh
 	$(BIN)/jupytext --sync --quiet $(TWINS)
 	$(EXECUTE) --to notebook --inplace $(TWINS:py_src/%.py=notebooks/%.ipynb)
 	$(BIN)/jupytext --sync --quiet $(TWINS)
+	$(I18N) extract
+	$(I18N) build
+
+# The Chinese edition (CONTRIBUTING.md, "Translations"): locale/zh_CN/LC_MESSAGES/NN_topic.po holds
+# the Chinese of each markdown cell (gettext, polib); notebooks/zh/ is generated from the English
+# notebooks and those catalogs, never edited. A fuzzy or untranslated entry leaves its cell in
+# English (as msgfmt leaves fuzzy entries out), so make regen never stops on a translation;
+# make test fails, naming the cell, until it is translated (python scripts/i18n.py check).
+I18N := $(BIN)/python scripts/i18n.py
+i18n: $(STAMP)  ## update the Chinese catalogs from the English notebooks (changed cells go fuzzy)
+	$(I18N) extract
+
+zh: $(STAMP)  ## write notebooks/zh/ (the Chinese notebooks) from the English notebooks and the catalogs
+	$(I18N) build
 
 export: $(STAMP)  ## copy every `# @save` lesson cell into lecture_utils (the notebook is the source)
 	$(BIN)/python scripts/export_lessons.py

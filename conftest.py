@@ -46,3 +46,15 @@ def pytest_configure(config):
         option.nbval_sanitize_with = str(SANITIZE)  # absolute: nbval opens it from pytest's cwd
     if not option.nbval_current_env and not option.nbval_kernel_name:
         option.nbval_current_env = True
+
+
+ZH = Path(__file__).resolve().parent / "notebooks" / "zh"
+
+
+def pytest_ignore_collect(collection_path, config):
+    """notebooks/zh/ holds the Chinese notebooks, generated from the English ones (scripts/i18n.py):
+    the same code and outputs, which tests/test_i18n.py checks without a kernel. `pytest --nbval
+    notebooks/` runs the eight once, not twice; a Chinese notebook named on the command line runs."""
+    if collection_path == ZH and not any(Path(a).resolve() == ZH for a in config.args if "::" not in a):
+        return True
+    return None

@@ -1,6 +1,7 @@
 """`make lab` end to end, headless: the real target starts (as root too), its server lists the
-project kernel, exactly the eight notebooks and jupyterlab-rise; in Chromium, Lab opens without
-the "official Jupyter news?" prompt and RISE shows a notebook's first slide.
+project kernel, exactly the eight notebooks (and zh/, their Chinese edition) and jupyterlab-rise;
+in Chromium, Lab opens without the "official Jupyter news?" prompt and RISE shows a notebook's
+first slide.
 (That this kernel runs the notebooks is tested in test_scripts.py.)
 
 One server for the module. `make lab` runs in its own process group, which the fixture kills
@@ -119,10 +120,13 @@ def test_allow_root_is_passed_as_root_and_only_then():
 def test_lab_lists_the_project_kernel_and_exactly_the_notebooks(lab):
     assert KERNEL in _get(lab, "api/kernelspecs")["kernelspecs"]
     assert len(NOTEBOOKS) == 8
-    # Lab opens in notebooks/ (the redirect from / is checked in the browser test).
+    # Lab opens in notebooks/ (the redirect from / is checked in the browser test): the eight
+    # notebooks and zh/, their Chinese edition (make zh), which holds the same eight.
     listing = _get(lab, "api/contents/notebooks")["content"]
-    assert sorted(c["name"] for c in listing) == NOTEBOOKS
-    assert {c["type"] for c in listing} == {"notebook"}
+    assert sorted((c["name"], c["type"]) for c in listing) == sorted(
+        [(name, "notebook") for name in NOTEBOOKS] + [("zh", "directory")])
+    chinese = _get(lab, "api/contents/notebooks/zh")["content"]
+    assert sorted((c["name"], c["type"]) for c in chinese) == [(name, "notebook") for name in NOTEBOOKS]
 
 
 def test_lab_loads_jupyterlab_rise(lab):
@@ -161,7 +165,7 @@ def test_lab_opens_in_the_notebooks_without_the_news_prompt(lab, chromium):
     page.wait_for_timeout(3000)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=SCREENSHOTS / "lab.png")
-    assert sorted(page.locator(".jp-DirListing-itemText").all_inner_texts()) == NOTEBOOKS
+    assert sorted(page.locator(".jp-DirListing-itemText").all_inner_texts()) == sorted(NOTEBOOKS + ["zh"])
     assert page.locator(".Toastify__toast").all_inner_texts() == []
     page.close()
 

@@ -1,0 +1,451 @@
+"""The Chinese edition (issue 30; CONTRIBUTING.md, "Translations"): one gettext catalog per
+notebook, locale/zh_CN/LC_MESSAGES/NN_topic.po, and notebooks/zh/, generated from the English
+notebooks and those catalogs by `make zh` (scripts/i18n.py), so it can never drift.
+
+No kernel time: the Chinese notebooks' code, outputs, ids, metadata and tags are checked to be
+the English ones, which nbval runs. Two tests fail until every entry is translated, naming each
+cell left to do: test_every_entry_is_translated and
+test_each_chinese_markdown_cell_is_its_translation."""
+
+import asyncio
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import polib
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import i18n  # noqa: E402
+
+NAMES = i18n.notebook_names(ROOT)
+SHOWN = 40  # problem lines shown in a failure message (the rest are counted)
+
+
+def _report(problems: list[str], what: str) -> str:
+    more = f"\n... and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
+    return f"{len(problems)} {what} (python scripts/i18n.py check lists them all):\n" \
+        + "\n".join(problems[:SHOWN]) + more
+
+
+@pytest.fixture(scope="module")
+def english():
+    return {name: nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4) for name in NAMES}
+
+
+@pytest.fixture(scope="module")
+def chinese():
+    missing = [name for name in NAMES if not (ROOT / i18n.ZH / f"{name}.ipynb").is_file()]
+    assert not missing, f"notebooks/zh/ lacks {', '.join(missing)}: run make zh"
+    return {name: nbformat.read(ROOT / i18n.ZH / f"{name}.ipynb", as_version=4) for name in NAMES}
+
+
+@pytest.fixture(scope="module")
+def checked():
+    return i18n.check(ROOT)
+
+
+# --- the catalogs -----------------------------------------------------------------------------
+
+
+def test_each_catalog_has_an_entry_for_every_markdown_cell(english):
+    problems = []
+    for name, nb in english.items():
+        path = i18n.catalog_path(ROOT, name)
+        rel = path.relative_to(ROOT).as_posix()
+        if not path.is_file():
+            problems.append(f"{rel}: missing")
+            continue
+        entries = i18n.active(i18n.read_catalog(path))
+        got = [(e.msgctxt, e.msgid) for e in entries]
+        want = [(c.id, c.source) for c in i18n.translatable(nb)]
+        if got != want:  # the same cells, the same English, in notebook order
+            here = [f"{i18n.where(name, cid, src)}: no entry with this English" for cid, src in want
+                    if (cid, src) not in got]
+            here += [f"{rel}: entry {cid} is not a markdown cell of the notebook" for cid, _ in got
+                     if cid not in dict(want)]
+            problems += here or [f"{rel}: the entries are not in notebook order"]
+        problems += [f"{rel}: entry {e.msgctxt}'s comment does not name its cell"
+                     for e in entries if not e.comment.startswith(f"notebooks/{name}.ipynb, cell {e.msgctxt}")]
+    assert not problems, _report(problems, "catalog problems; run make i18n")
+
+
+def test_every_entry_is_translated(checked):
+    """Fails until the translations land: 0 fuzzy, 0 untranslated, 0 out of step."""
+    states, _ = checked
+    todo = [line for s in states for line in s.todo]
+    table = i18n.table(states)
+    assert not todo, table + "\n" + _report(todo, "cells left in English")
+
+
+def test_every_translation_keeps_the_markup(checked):
+    _, problems = checked
+    markup = [p for p in problems if "changes the markup" in p]
+    assert not markup, _report(markup, "translations that change the markup")
+
+
+def test_every_translation_writes_the_glossary_terms_as_the_notes_do(checked):
+    _, problems = checked
+    glossary = [p for p in problems if "the notes' form" in p]
+    assert not glossary, _report(glossary, "glossary terms not in the notes' form")
+
+
+def test_the_glossary_is_the_table_of_terms():
+    terms = i18n.read_glossary(ROOT / i18n.GLOSSARY)
+    assert terms, "locale/zh_CN/glossary.md has no rows"
+    assert all(t.section for t in terms), [t.english for t in terms if not t.section]
+
+
+# --- the Chinese notebooks --------------------------------------------------------------------
+
+
+def test_the_chinese_notebooks_keep_every_code_cell_output_id_metadata_and_tag(english, chinese):
+    problems = []
+    for name in NAMES:
+        en, zh = english[name], chinese[name]
+        if (zh.nbformat, zh.nbformat_minor) != (en.nbformat, en.nbformat_minor):
+            problems.append(f"notebooks/zh/{name}.ipynb: nbformat {zh.nbformat}.{zh.nbformat_minor}")
+        expected = {**en.metadata, "jupytext": {**en.metadata.get("jupytext", {}), **i18n.NO_TWIN}}
+        if zh.metadata != expected:
+            problems.append(f"notebooks/zh/{name}.ipynb: the notebook's metadata differs from the English")
+        if [c.id for c in zh.cells] != [c.id for c in en.cells]:
+            problems.append(f"notebooks/zh/{name}.ipynb: not the English cells (ids), in order")
+            continue
+        for a, b in zip(en.cells, zh.cells, strict=True):
+            differ = [key for key in sorted(set(a) | set(b)) if key != "source" and a.get(key) != b.get(key)]
+            if a.cell_type != "markdown" or not a.source.strip():
+                differ += ["source"] if a.source != b.source else []
+            problems += [f"{i18n.where(name, a.id, a.source)}: its {key} differs in notebooks/zh/" for key in differ]
+    assert not problems, _report(problems, "differences from the English beyond the markdown")
+
+
+def test_each_chinese_markdown_cell_is_its_translation(english, chinese):
+    """Fails until the translations land: each markdown cell of notebooks/zh/ is its entry's msgstr."""
+    problems = []
+    for name in NAMES:
+        entries = {e.msgctxt: e for e in i18n.active(i18n.read_catalog(i18n.catalog_path(ROOT, name)))}
+        for a, b in zip(english[name].cells, chinese[name].cells, strict=True):
+            if a.cell_type != "markdown" or not a.source.strip():
+                continue
+            entry = entries.get(a.id)
+            if entry is None or not entry.translated() or entry.msgid != a.source:
+                problems.append(f"{i18n.where(name, a.id, a.source)}: no translation (English in notebooks/zh/)")
+            elif b.source != entry.msgstr:
+                problems.append(f"{i18n.where(name, a.id, a.source)}: not its msgstr in notebooks/zh/ (run make zh)")
+    assert not problems, _report(problems, "markdown cells of notebooks/zh/ that are not their translation")
+
+
+def test_notebooks_zh_is_exactly_what_the_build_writes(tmp_path):
+    states, written = i18n.build(ROOT, out=tmp_path)
+    assert [p.name for p in written] == [f"{name}.ipynb" for name in NAMES]
+    stale = [f"notebooks/zh/{p.name}" for p in written
+             if not (ROOT / i18n.ZH / p.name).is_file() or (ROOT / i18n.ZH / p.name).read_bytes() != p.read_bytes()]
+    assert not stale, f"not what `make zh` writes from the notebooks and catalogs: {', '.join(stale)}; run make zh"
+
+
+# --- a changed English cell, end to end, in a copy ----------------------------------------------
+
+
+def _copy(tmp_path: Path, name: str) -> Path:
+    """A checkout of one notebook with a complete catalog (each msgstr = its English)."""
+    root = tmp_path / "checkout"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "notebooks.txt").write_text(name + "\n")
+    shutil.copy2(ROOT / "notebooks" / f"{name}.ipynb", root / "notebooks")
+    i18n.extract(root)
+    path = i18n.catalog_path(root, name)
+    po = i18n.read_catalog(path)
+    for entry in po:
+        entry.msgstr = entry.msgid
+    path.write_text(i18n.dumps(po), encoding="utf-8")
+    return root
+
+
+def _edit(root: Path, name: str, index: int, text: str) -> nbformat.NotebookNode:
+    """Append ``text`` to the ``index``-th markdown cell of the copy's English notebook."""
+    path = root / "notebooks" / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    cell = i18n.translatable(nb)[index]
+    cell.source += text
+    nbformat.write(nb, path)
+    return cell
+
+
+def test_an_edited_english_cell_fails_the_check_naming_the_notebook_and_the_cell(tmp_path, capsys):
+    name = NAMES[0]
+    root = _copy(tmp_path, name)
+    assert i18n.main(["--root", str(root), "check"]) == 0
+    table = capsys.readouterr().out
+    assert table.splitlines()[0].split() == ["notebook", "entries", "translated", "fuzzy", "untranslated"]
+    before = i18n.translatable(nbformat.read(root / "notebooks" / f"{name}.ipynb", as_version=4))[2]
+    cell = _edit(root, name, 2, "\nOne more sentence.")
+    named = f"notebooks/{name}.ipynb, cell {cell.id}"
+
+    # the command a contributor runs (make test runs the same check in-process)
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "i18n.py"), "--root", str(root), "check"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert [line for line in run.stdout.splitlines() if line.startswith("notebooks/")] == [
+        f'{i18n.where(name, cell.id, cell.source)}: the English changed since the catalog was updated '
+        "(run make i18n, then retranslate the entry)"]
+
+    # make i18n: the entry keeps its translation, goes fuzzy, and keeps the English it translated
+    (report,) = i18n.extract(root)
+    assert (report.changed, report.new, report.obsolete) == ([cell.id], [], [])
+    entry = next(e for e in i18n.read_catalog(i18n.catalog_path(root, name)) if e.msgctxt == cell.id)
+    assert entry.fuzzy and entry.msgid == cell.source
+    assert entry.previous_msgid == before.source and entry.msgstr == before.source
+    assert i18n.main(["--root", str(root), "check"]) == 1
+    out = capsys.readouterr().out
+    assert f"{named} " in out and ": fuzzy: the English changed since it was translated" in out
+    count = str(len(i18n.translatable(nbformat.read(root / "notebooks" / f"{name}.ipynb", as_version=4))))
+    assert out.splitlines()[1].split() == [name, count, str(int(count) - 1), "1", "0"]
+
+    # make zh leaves that cell in English; --strict refuses, naming it, and writes nothing
+    assert i18n.main(["--root", str(root), "build", "--strict", "--out", str(tmp_path / "strict")]) == 1
+    assert named in capsys.readouterr().err and not (tmp_path / "strict").exists()
+    assert i18n.main(["--root", str(root), "build"]) == 0
+    zh = nbformat.read(root / i18n.ZH / f"{name}.ipynb", as_version=4)
+    assert next(c for c in zh.cells if c.id == cell.id).source == cell.source
+
+    # retranslated, the fuzzy flag cleared (as Poedit does): the check passes again
+    path = i18n.catalog_path(root, name)
+    po = i18n.read_catalog(path)
+    entry = next(e for e in po if e.msgctxt == cell.id)
+    entry.msgstr, entry.previous_msgid = cell.source, None
+    entry.flags.remove("fuzzy")
+    path.write_text(i18n.dumps(po), encoding="utf-8")
+    assert i18n.main(["--root", str(root), "check"]) == 0
+
+
+def _toy(root: Path, cells: list[tuple[str, str]]) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1", id="code0")] + [
+        nbformat.v4.new_markdown_cell(source, id=cid) for cid, source in cells]
+    (root / "notebooks").mkdir(parents=True, exist_ok=True)
+    (root / "notebooks.txt").write_text("01_toy\n")
+    nbformat.write(nb, root / "notebooks" / "01_toy.ipynb")
+
+
+def _translate(root: Path, translations: dict[str, str]) -> None:
+    path = i18n.catalog_path(root, "01_toy")
+    po = i18n.read_catalog(path)
+    for entry in po:
+        if entry.msgctxt in translations:
+            entry.msgstr = translations[entry.msgctxt]
+    path.write_text(i18n.dumps(po), encoding="utf-8")
+
+
+def test_extract_adds_new_cells_keeps_the_old_english_and_retires_removed_cells(tmp_path):
+    root = tmp_path
+    first = "## §2.3 Views are cheap\n\nA view shares its storage."
+    _toy(root, [("a", "# Title"), ("b", first), ("c", "Removed later."), ("d", "A cell whose id changes."),
+                ("e", "   \n")])
+    (report,) = i18n.extract(root)
+    assert report.new == ["a", "b", "c", "d"] and report.written  # the empty cell has no entry
+    path = i18n.catalog_path(root, "01_toy")
+    _translate(root, {"a": "# 标题", "b": "## §2.3 view 很便宜\n\nview 共享 storage。", "c": "稍后删除。",
+                      "d": "id 会变的单元格。"})
+    second = first + " Copying does not."
+    new = "Brand-new text about pinned memory."
+    _toy(root, [("a", "# Title"), ("n", new), ("b", second), ("d2", "A cell whose id changes.")])
+    (report,) = i18n.extract(root)
+    assert (report.new, report.changed, report.obsolete) == (["n"], ["b", "d2"], ["c"])
+    po = i18n.read_catalog(path)
+    entries = {e.msgctxt: e for e in i18n.active(po)}
+    assert list(entries) == ["a", "n", "b", "d2"]  # notebook order
+    assert entries["a"].translated() and entries["n"].msgstr == "" and not entries["n"].fuzzy
+    assert entries["b"].fuzzy and entries["b"].previous_msgid == first and entries["b"].msgstr.startswith("## §2.3")
+    assert entries["d2"].fuzzy and entries["d2"].msgstr == "id 会变的单元格。"  # found by its text (difflib)
+    assert [e.msgctxt for e in po.obsolete_entries()] == ["c"]  # d's translation moved to d2
+    text = path.read_text(encoding="utf-8")
+    assert '#| msgid ""\n#| "## §2.3 Views are cheap\\n"' in text and '#~ msgctxt "c"' in text
+
+    # a second run changes nothing, and keeps the previous msgid (Babel's reader would lose it)
+    stamp = path.stat().st_mtime_ns
+    (report,) = i18n.extract(root)
+    assert not report.written and path.stat().st_mtime_ns == stamp
+    assert {e.msgctxt: e.previous_msgid for e in i18n.read_catalog(path) if e.fuzzy}["b"] == first
+
+    # a cell changed twice still shows the English its translation was made from
+    _toy(root, [("a", "# Title"), ("n", new), ("b", second + " Twice."), ("d2", "A cell whose id changes."),
+                ("c", "Removed later.")])
+    (report,) = i18n.extract(root)
+    entries = {e.msgctxt: e for e in i18n.active(i18n.read_catalog(path))}
+    assert entries["b"].previous_msgid == first
+    assert entries["c"].translated() and entries["c"].msgstr == "稍后删除。"  # a restored cell: back as it was
+
+
+def test_a_catalog_that_cannot_be_read_is_one_line(tmp_path, capsys):
+    _toy(tmp_path, [("a", "# Title")])
+    path = i18n.catalog_path(tmp_path, "01_toy")
+    path.parent.mkdir(parents=True)
+    path.write_text("not a catalog\n", encoding="utf-8")
+    assert i18n.main(["--root", str(tmp_path), "check"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "01_toy.po: cannot read the catalog" in err
+
+
+# --- markup and glossary ----------------------------------------------------------------------
+
+ENGLISH = ("## §2.3 Views\n\nA `view` is free: $n \\cdot s$ bytes, see [the docs](https://pytorch.org/x).\n\n"
+           "<details>\n<summary><b>Solution</b></summary>\n\n```python\nx.view(-1)\n```\n\n</details>")
+
+
+@pytest.mark.parametrize("chinese, kind", [
+    (ENGLISH.replace("## §2.3 Views", "### §2.3 view"), "heading levels"),
+    (ENGLISH.replace("A `view`", "view"), "code spans"),
+    (ENGLISH.replace("$n \\cdot s$", "$n s$"), "math"),
+    (ENGLISH.replace("https://pytorch.org/x", "https://pytorch.org/zh"), "link targets"),
+    (ENGLISH.replace("<summary><b>Solution</b></summary>", "<summary>答案</summary>"), "HTML tags"),
+    (ENGLISH.replace("x.view(-1)", "x.view(-1)  # 展平"), "fenced code"),
+    (ENGLISH.replace("## §2.3 Views", "## 2.3 view"), "§ numbers"),
+])
+def test_a_translation_that_changes_the_markup_is_named(chinese, kind):
+    assert [p.split(":")[0] for p in i18n.markup_problems(ENGLISH, chinese)] == [kind]
+
+
+def test_a_translation_may_reorder_and_translate_around_the_markup():
+    chinese = ("## §2.3 View 很便宜\n\n参见[文档](https://pytorch.org/x)：$n \\cdot s$ 字节，`view` 是免费的。\n\n"
+               "<details>\n<summary><b>答案</b></summary>\n\n```python\nx.view(-1)\n```\n\n</details>")
+    assert i18n.markup_problems(ENGLISH, chinese) == []
+
+
+def _glossary(tmp_path: Path, rows: str) -> Path:
+    path = tmp_path / "glossary.md"
+    path.write_text("# Glossary\n\n| English | 中文（笔记的写法） | 笔记 |\n| --- | --- | --- |\n" + rows + "\nText.\n",
+                    encoding="utf-8")
+    return path
+
+
+def test_a_glossary_violation_is_named_with_the_cell_and_the_term(tmp_path):
+    terms = i18n.read_glossary(_glossary(tmp_path, "| stride | stride（步幅） | §2.2 |\n"
+                                                     "| arithmetic intensity | 算术强度 | §3.1 |\n"))
+    assert [(t.english, t.chinese, t.section, t.short) for t in terms] == [
+        ("stride", "stride（步幅）", "§2.2", "stride"), ("arithmetic intensity", "算术强度", "§3.1", "算术强度")]
+
+    def entry(cid, english, chinese, fuzzy=False):
+        return cid, polib.POEntry(msgctxt=cid, msgid=english, msgstr=chinese, flags=["fuzzy"] if fuzzy else [])
+
+    good = [entry("a", "A tensor's stride.", "tensor 的 stride（步幅）。"),
+            entry("b", "Strides and\narithmetic   intensity.", "stride 与算术强度。"),  # after first use: stride
+            entry("c", "Call `x.stride()`.", "调用 `x.stride()`。"),  # in code: not a use
+            entry("d", "The stride.", ""),  # untranslated: the completeness check names it
+            entry("e", "The stride.", "步幅", fuzzy=True)]  # fuzzy: likewise
+    assert i18n.glossary_problems("01_toy", good, terms) == []
+    bad = [entry("a", "A tensor's stride.", "tensor 的步幅。"), entry("b", "High ARITHMETIC INTENSITY.", "计算密度高。"),
+           entry("c", "Its stride.", "它的步幅。")]
+    assert i18n.glossary_problems("01_toy", bad, terms) == [
+        "notebooks/01_toy.ipynb, cell a (\"A tensor's stride.\"): 'stride' is written stride（步幅） "
+        "(the notes' form, glossary, §2.2; its first use in the notebook)",
+        "notebooks/01_toy.ipynb, cell b (\"High ARITHMETIC INTENSITY.\"): 'arithmetic intensity' is written "
+        "算术强度 (the notes' form, glossary, §3.1)",
+        "notebooks/01_toy.ipynb, cell c (\"Its stride.\"): 'stride' is written stride (the notes' form, glossary, §2.2)"]
+
+
+def test_a_planted_glossary_violation_fails_the_check(tmp_path, capsys):
+    _toy(tmp_path, [("a", "## §2.2 Strides\n\nEach dimension has a stride.")])
+    i18n.extract(tmp_path)
+    (tmp_path / i18n.GLOSSARY).write_text(_glossary(tmp_path, "| stride | stride（步幅） | §2.2 |\n").read_text(
+        encoding="utf-8"), encoding="utf-8")
+    _translate(tmp_path, {"a": "## §2.2 stride（步幅）\n\n每个维度都有一个 stride。"})
+    assert i18n.main(["--root", str(tmp_path), "check"]) == 0
+    _translate(tmp_path, {"a": "## §2.2 步幅\n\n每个维度都有一个步幅。"})
+    assert i18n.main(["--root", str(tmp_path), "check"]) == 1
+    assert "notebooks/01_toy.ipynb, cell a (\"## §2.2 Strides\"): 'stride' is written stride（步幅）" \
+        in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("rows, error", [
+    ("| stride | stride（步幅） | §2.2 |\n| Stride | 步幅 | §2.2 |\n", "'Stride' is already on line 5"),
+    ("| stride | | §2.2 |\n", "line 5: a row is"),
+])
+def test_a_glossary_that_breaks_the_table_is_one_line(tmp_path, rows, error):
+    with pytest.raises(i18n.I18nError, match=error):
+        i18n.read_glossary(_glossary(tmp_path, rows))
+    (tmp_path / "none.md").write_text("| English | Chinese |\n", encoding="utf-8")
+    with pytest.raises(i18n.I18nError, match="no table headed"):
+        i18n.read_glossary(tmp_path / "none.md")
+
+
+# --- kept apart from the English everywhere else ----------------------------------------------
+
+
+def test_pytest_nbval_of_notebooks_leaves_the_chinese_copies_out():
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    plain = SimpleNamespace(args=["notebooks/"])
+    assert conftest.pytest_ignore_collect(ROOT / "notebooks" / "zh", plain) is True
+    assert conftest.pytest_ignore_collect(ROOT / "notebooks", plain) is None
+    named = SimpleNamespace(args=[str(ROOT / "notebooks" / "zh")])
+    assert conftest.pytest_ignore_collect(ROOT / "notebooks" / "zh", named) is None
+
+
+def _fake_checkout(tmp_path: Path) -> Path:
+    """The Makefile's world with programs that only record their arguments (as test_faults_tools)."""
+    root = tmp_path / "checkout"
+    (root / "notebooks" / "zh").mkdir(parents=True)
+    for name in ("pyproject.toml", "constraints.txt", "notebooks.txt"):
+        shutil.copy2(ROOT / name, root / name)
+    for name in NAMES:
+        (root / "notebooks" / f"{name}.ipynb").write_text("{}")
+        (root / "notebooks" / "zh" / f"{name}.ipynb").write_text("{}")
+    bin_ = root / ".venv" / "bin"
+    bin_.mkdir(parents=True)
+    for program in ("python", "jupyter", "jupytext", "ruff"):
+        (bin_ / program).write_text(f'#!/bin/sh\nprintf "%s\\n" "{program} $*" >> "{root}/argv.txt"\n')
+        (bin_ / program).chmod(0o755)
+    (root / ".venv" / ".installed").touch()
+    return root
+
+
+@pytest.mark.parametrize("target, expected", [
+    ("i18n", ["python scripts/i18n.py extract"]),
+    ("zh", ["python scripts/i18n.py build"]),
+    ("regen", ["python scripts/export_lessons.py", "jupytext", "jupyter", "jupytext",
+               "python scripts/i18n.py extract", "python scripts/i18n.py build"]),
+])
+def test_make_i18n_zh_and_regen_run_the_chinese_build(tmp_path, target, expected):
+    root = _fake_checkout(tmp_path)
+    make = subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), "-C", str(root), target],
+                          capture_output=True, text=True, timeout=60)
+    assert make.returncode == 0, make.stderr
+    argv = (root / "argv.txt").read_text().splitlines()
+    assert [line if line.startswith("python") else line.split()[0] for line in argv] == expected
+    assert "notebooks/zh" not in "\n".join(argv)
+
+
+@pytest.mark.parametrize("target", ["test", "nbval", "run", "site", "slides"])
+def test_the_english_targets_never_see_notebooks_zh(tmp_path, target):
+    root = _fake_checkout(tmp_path)
+    subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), "-C", str(root), target],
+                   capture_output=True, text=True, timeout=60)
+    argv = (root / "argv.txt").read_text()
+    assert "notebooks/zh" not in argv and f"notebooks/{NAMES[0]}.ipynb" in argv
+
+
+def test_saving_a_chinese_notebook_in_lab_writes_no_py_twin(tmp_path):
+    """jupytext.toml pairs notebooks///ipynb with py_src///py:percent, so notebooks/zh/X.ipynb would
+    get a py_src/zh/X.py on every save in Lab; the build's jupytext metadata turns that off."""
+    from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+    from jupytext.async_contentsmanager import build_async_jupytext_contents_manager_class
+
+    shutil.copy2(ROOT / "jupytext.toml", tmp_path)
+    (tmp_path / "notebooks" / "zh").mkdir(parents=True)
+    (tmp_path / "py_src").mkdir()
+    shutil.copy2(ROOT / i18n.ZH / f"{NAMES[0]}.ipynb", tmp_path / "notebooks" / "zh")
+    manager = build_async_jupytext_contents_manager_class(AsyncLargeFileManager)(root_dir=str(tmp_path))
+
+    async def save():
+        model = await manager.get(f"notebooks/zh/{NAMES[0]}.ipynb")
+        await manager.save(model, f"notebooks/zh/{NAMES[0]}.ipynb")
+
+    asyncio.run(save())
+    assert sorted(os.listdir(tmp_path / "py_src")) == []
