@@ -400,7 +400,7 @@ check("H100: the smallest power-of-two n at which an n^3 matmul is compute-bound
 # How to read the measured roofline of the core: on a CPU, small tensors can land *above*
 # the slanted roof (they fit in cache, faster than the memory the copy was timed on), and
 # the elementwise point sits far *below* it because a CPU `sin` costs many instructions,
-# not the 1 FLOP of our convention. On a GPU, matmuls below $n pprox 1024$ are limited by
+# not the 1 FLOP of our convention. On a GPU, matmuls below $n \approx 1024$ are limited by
 # launch and tile overheads rather than by either roof.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
