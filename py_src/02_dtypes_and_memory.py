@@ -16,7 +16,7 @@
 # # 02 · dtypes and memory: what every number costs
 #
 # Lecture 2, §2, §2.1 and §1.2, and self-test Q2 and Q3: the core path below is the lecture
-# (about 14 minutes to read), and collapsed "Going deeper" sections hold the details.
+# (about 16 minutes to read), and collapsed "Going deeper" sections hold the details.
 # The question is the lecture's first: *will it fit?* A `✓` line is a checked claim; a
 # `[measured]` line depends on the machine.
 

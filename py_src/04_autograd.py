@@ -17,7 +17,7 @@
 #
 # Notebook 03 took "backward costs twice the forward pass" on trust to get $6ND$. This one
 # opens up autograd and prices it in FLOPs and in bytes (§4.1–§4.3 of the notes, self-test
-# Q1). A core path, the lecture (about 15 minutes to read), then collapsed "Going deeper"
+# Q1). A core path, the lecture (about 14 minutes to read), then collapsed "Going deeper"
 # sections. A `✓` line is a checked claim, a `[measured]` line depends on the machine.
 
 # %%

@@ -15,7 +15,7 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 05 · Parameters and initialisation: what the optimizer sees, and where training starts
 #
-# A core path, the lecture on §5.1 and §5.2 of the notes (about 14 minutes to read),
+# A core path, the lecture on §5.1 and §5.2 of the notes (about 11 minutes to read),
 # then collapsed "Going deeper" sections. `✓` marks a checked claim.
 
 # %%

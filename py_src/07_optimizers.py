@@ -15,7 +15,7 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 07 · Optimizers: update rules, and the memory they cost
 #
-# The lecture's core path for §7.1–§7.2 (about 14 minutes to read); each section ends in a
+# The lecture's core path for §7.1–§7.2 (about 15 minutes to read); each section ends in a
 # collapsed "Going deeper" part. A `✓` line is an assertion.
 
 # %%

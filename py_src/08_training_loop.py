@@ -15,7 +15,7 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 08 · The training loop: six lines, and what production adds to them
 #
-# §8 of the notes: the core path (about 18 minutes), then collapsed "Going deeper" parts.
+# §8 of the notes: the core path (about 17 minutes), then collapsed "Going deeper" parts.
 # Checked runs are on the CPU (the same outputs anywhere); the timed one on your device.
 
 # %%

@@ -119,3 +119,12 @@ def test_no_cell_is_allowed_to_raise(path):
     the GPU check alike."""
     tagged = [i for i, c in enumerate(nbformat.read(path, as_version=4).cells) if "raises-exception" in tags(c)]
     assert tagged == []
+
+
+def test_each_notebook_states_its_core_path_in_minutes_as_measured():
+    """The first cell says "about N minutes": N is the core's reading time, rounded."""
+    for path in NOTEBOOKS:
+        intro = nbformat.read(path, as_version=4).cells[0].source
+        stated = re.search(r"about (\d+) minutes", intro)
+        assert stated, f"{path.name}: its first cell does not say how long the core takes"
+        assert int(stated[1]) == round(reading_time.shape(path).core_minutes), path.name
