@@ -196,9 +196,9 @@ check("max, smallest subnormal survive; half of it -> 0 (all five)",
 # %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Four dtypes overflow to `inf`, but **float8_e4m3fn stays at 448**: `fn` means "finite,
 # NaN". The format has no infinity (it uses the top exponent for ordinary numbers; only
-# `S.1111.111` is NaN), so an overflowing cast must produce something else. The pinned
-# PyTorch (`constraints.txt`) **saturates** to ±448, even for `inf`; older releases
-# produced NaN, so this is a library choice, checked here for that version.
+# `S.1111.111` is NaN), so an overflowing cast must produce something else. The PyTorch
+# release of `constraints.txt` **saturates** to ±448, even for `inf`; older releases
+# produced NaN, so this is a library choice, checked here for that release.
 
 # %% slideshow={"slide_type": "skip"} tags=["deeper"]
 e4m3 = torch.float8_e4m3fn
@@ -564,9 +564,9 @@ check("per-GPU totals: 16 B × 7B, unchanged by replication, / 8 when sharded",
 # %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # Per-GPU training state of the 7B model for every recipe, each bar stacked from its parts.
 # On one GPU, or replicated on eight, only plain SGD (8 B/param) gets under the 80 GB line;
-# sharded eight ways, every recipe does. All of these are upper bounds: activations,
-# temporary buffers (all-gathered weights, communication buckets, workspaces, the CUDA
-# context) and allocator fragmentation also live on the GPU.
+# sharded eight ways, every recipe does. Each bar is a floor, and the model sizes that fit
+# are upper bounds: activations, temporary buffers (all-gathered weights, communication
+# buckets, workspaces, the CUDA context) and allocator fragmentation also live on the GPU.
 
 # %% caption="Training state per GPU for a 7B model by recipe, on 1 GPU, 8 replicated and 8 sharded, against 80 GB." slideshow={"slide_type": "skip"} tags=["deeper"]
 PART_COLORS = {}

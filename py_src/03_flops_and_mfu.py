@@ -419,7 +419,7 @@ check("H100: the smallest power-of-two n at which an n^3 matmul is compute-bound
 # ### The attention term that 6ND leaves out
 #
 # $QK^\top$ and $AV$ have no weights: $6ND$ misses their $4Td$ FLOPs per token per layer,
-# $T/(6d)$ of a block's $24d^2$ (22% at $T = 1024$, $d = 768$), small while $T \ll d$ (the
+# $T/(6d)$ of a block's $24d^2$ (22% at $T = 1024$, $d = 768$), small while $T \ll 6d$ (the
 # notes). For the model it is $2LTd/N$, and the course's GPT-2 small counts its untied
 # output layer in $N$ = 123.6M (not the usual 85M): 15%, or 7.6% skipping the masked half:
 
@@ -544,7 +544,7 @@ if cuda_only(device, "counting fused (sdpa) attention on CUDA"):
 # $T^* = N / (2Ld)$. For a standard block ($N \approx 12Ld^2$, ignoring the output layer)
 # that is $T^* \approx 6d$ (a large vocabulary pushes it higher). The formula is checked
 # against `transformer_flops` for GPT-2 small and a 70B-shaped model (80 layers,
-# $d = 8192$), at every $T$ from 128 to 32K, without building either model.
+# $d = 8192$), at $T$ = 128, 256, ..., 32K, without building either model.
 
 # %% slideshow={"slide_type": "skip"} tags=["deeper"]
 MODELS = {"GPT-2 small (gpu config)": {k: v for k, v in gpt2_small.items() if k != "seq_len"},
@@ -728,8 +728,8 @@ check("sizes plotted per dtype", {dt: len(v) for dt, v in rates_by_dtype.items()
 # (hardware FLOPs utilisation) counts every FLOP the chip executes, recomputation included:
 # with full activation checkpointing the forward pass runs twice, $8ND$ per step, so HFU =
 # 4/3 × MFU for the same step. Recomputation is not useful work: a run that recomputes is
-# slower and has a *lower* MFU, yet its HFU can look better. Compare runs by MFU (the notes'
-# rule).
+# slower and has a *lower* MFU, yet its HFU can look better. Compare runs by MFU, which
+# counts only useful work (the notes' numerator), against the same dtype's peak.
 
 # %% slideshow={"slide_type": "skip"} tags=["deeper"]
 n_ex, d_ex, peak_ex = 124e6, 0.5e6, h100.peak("bf16")  # 124M params, 0.5M tokens per step

@@ -608,9 +608,9 @@ check("torch.nn.Linear stores (d_out, d_in)", tuple(nn.Linear(512, 2048).weight.
 check("x @ W == F.linear(x, W.T)", lin(xb), F.linear(xb, lin.weight.T), rel=1e-5, abs=1e-6)
 
 # %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
-# The layout matters to `torch.nn.init`: `kaiming_normal_`, `xavier_normal_` and friends
-# compute the fan-in from the tensor's shape, assuming torch's own layout, `(d_out, d_in)`:
-# fan-in is `shape[1]`. On a weight in the lecture's `(d_in, d_out)` layout they read
+# The layout matters to `torch.nn.init`: `kaiming_normal_` and `kaiming_uniform_` compute
+# the fan-in from the tensor's shape, assuming torch's own layout, `(d_out, d_in)`: fan-in
+# is `shape[1]` (`xavier_normal_` uses fan-in + fan-out, so the layout does not change it). On a weight in the lecture's `(d_in, d_out)` layout they read
 # $d_\text{out}$ instead. For a `(1024, 16)` weight (1024 inputs, 16 outputs), the "fan-in"
 # std comes out $1/\sqrt{16}$ instead of $1/\sqrt{1024}$: 8 times too large. `mode="fan_out"`
 # reads `shape[0]`, which for this layout is the true fan-in.

@@ -355,7 +355,7 @@ check("big.bin removed", not BIG.exists(), True)
 # * **Mapping costs nothing, a batch costs megabytes, reading costs the file.** Eight
 #   random windows add a few MB of file-backed pages; `np.fromfile` adds all 301 MB as
 #   anonymous memory.
-# * **More than the 12 touched pages.** On a fault the kernel maps the neighbouring cached
+# * **More than the 16 touched pages.** On a fault the kernel maps the neighbouring cached
 #   pages too (*fault-around*, 64 KiB by default), keeps file data in large folios (up to
 #   2 MiB) mapped whole, and reads ahead on an uncached file. "Only the touched pages" holds
 #   up to that granularity: megabytes per batch, not the file.

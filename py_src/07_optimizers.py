@@ -377,7 +377,7 @@ check("corrected m_hat_t == g at every step", m_hat, g.expand(20, 4), rel=1e-12)
 check("corrected v_hat_t == g^2 at every step", v_hat, (g**2).expand(20, 4), rel=1e-12)
 
 # %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
-# **What happens without the correction?** The notes say it offsets the underestimate that
+# **What happens without the correction?** The notes say it compensates for the underestimate that
 # the zero initialisation causes early on, which is true of $m$ and of $v$. One might
 # conclude that uncorrected steps would be too small. But the step is their ratio: without correction
 # it is the corrected one times $r(t) = (1-\beta_1^t) / \sqrt{1-\beta_2^t}$, and with the

@@ -513,7 +513,7 @@ check("the notes' checkpoint, a sampler with its own generator: steps 6-10, no l
 # %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # #### `save_checkpoint` and `load_checkpoint`, written out
 #
-# `rng_state` collects every generator the next step may read: python's, numpy's, torch's
+# `rng_state` collects every generator the next step may read: Python's, numpy's, torch's
 # CPU and CUDA ones, and the sampler's own. `replace_atomically` (`lecture_utils/files.py`,
 # the one place the course writes files that must survive) writes a temporary file beside the
 # target, syncs it to disk, renames it over the target and syncs the folder, so that both
@@ -683,8 +683,8 @@ check("mixed precision, measured live bytes per parameter: 18 (16 if the step re
 # `exp`, `sum` and the losses run in fp32, as the notes say; on the CPU (torch 2.13) only a
 # few, the losses among them, so softmax and layer norm *return* bf16 after a bf16 matmul.
 # Inside, their kernels still accumulate in fp32 (torch's "opmath" type), which is what the
-# notes mean by accumulating in fp32; only the stored output is bf16. Two sums of 10,000
-# bf16 numbers show it (a bf16 accumulator would stall at 256). `cross_entropy` above casts
+# notes mean by accumulating in fp32; only the stored output is bf16. A sum of 10,000 bf16
+# ones and a softmax over 10,000 zeros show it (a bf16 accumulator would stall at 256). `cross_entropy` above casts
 # its logits to fp32 itself, so its output is fp32 everywhere.
 
 # %% slideshow={"slide_type": "skip"} tags=["deeper"]

@@ -392,7 +392,8 @@ class Term:
     @property
     def pattern(self) -> re.Pattern:
         words = [re.escape(w) for w in self.english.split()]
-        return re.compile(r"\b" + r"[\s-]+".join(words) + r"(?:e?s)?\b", re.I)
+        # a whole word, not part of a hyphenated one: "forward" is not in "feed-forward"
+        return re.compile(r"(?<![\w-])" + r"[\s-]+".join(words) + r"(?:e?s)?(?![\w-])", re.I)
 
     @property
     def short(self) -> str:
