@@ -4,7 +4,7 @@ Usage: python scripts/build_site.py [--out build/site] [notebooks...]          (
 
 Nothing is executed and notebooks/ is never modified: docs/site/ is copied to a temporary
 folder with display copies of the notebooks, tagged for MyST-NB by each cell's role
-(VIEWS): speaker notes removed, the setup cell's output only, solutions collapsed behind
+(VIEWS): speaker notes and the setup cell removed, solutions collapsed behind
 "Show solution", exercise checks' and Going-deeper code collapsed, Going-deeper text in a
 shaded box, every figure with its cell's ``caption`` as alt text and caption. The index
 lists the lectures (page, deck, .ipynb download: the notebook as in notebooks/) and links
@@ -66,7 +66,7 @@ def setup_cell(nb: nbformat.NotebookNode):
 # One source, two views: each role a cell can have, with the MyST-NB tag the site gives it
 # and the slide type a deck gives it (None: the cell's own metadata decides).
 VIEWS = {
-    "setup": ("remove-input", "skip"),  # the one-line setup cell: its output only
+    "setup": ("remove-cell", "skip"),  # the one-line setup cell: a reader needs neither its code nor its device line
     "notes": ("remove-cell", "notes"),  # speaker notes: the deck's speaker view only
     "solution": ("hide-cell", "skip"),  # code and output behind "Show solution"
     "solution text": (None, "skip"),  # a solution as markdown: its own <details> keeps it shut

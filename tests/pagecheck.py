@@ -3,7 +3,8 @@
 ``problems(context, path)`` opens ``path`` from a file:// URL in a context made with
 ``MARKS`` (network off: only local files load; 1280x720) and lists what is wrong, one
 string per problem, in this order: a network request or a missing local file; a JavaScript
-error; math left unrendered in the visible text (`$...$`, `$$`, `\\(`, `\\[`) outside
+error; an error logged to the console (other than a file that failed to load, reported
+above); math left unrendered in the visible text (`$...$`, `$$`, `\\(`, `\\[`) outside
 code, after MathJax has finished; an exercise solution's output (a cell tagged `solution`)
 visible before a click; an image that does not decode or has no alt text; a local link or
 #anchor that does not resolve. A deck (`*.slides.html`) must also start reveal.js, and every
@@ -152,11 +153,13 @@ def problems(context: BrowserContext, path: Path, screenshot: Path | None = None
     first slide after the title) is saved there and must not be blank."""
     page = context.new_page()
     page.set_default_timeout(timeout_ms)
-    network, missing, errors = [], [], []
+    network, missing, errors, logged = [], [], [], []
     local = ("file:", "data:", "blob:")  # anything else is what a CDN would serve (offline, it fails)
     page.on("request", lambda r: None if r.url.startswith(local) else network.append(r.url))
     page.on("requestfailed", lambda r: missing.append(r.url) if r.url.startswith("file:") else None)
     page.on("pageerror", lambda e: errors.append(str(e).splitlines()[0][:120]))
+    page.on("console", lambda m: logged.append(m.text.splitlines()[0][:120]) if m.type == "error"
+            and not m.text.startswith("Failed to load resource") else None)
     try:
         page.goto(path.resolve().as_uri(), wait_until="load")
         deck = page.locator(".reveal .slides").count() > 0
@@ -168,6 +171,7 @@ def problems(context: BrowserContext, path: Path, screenshot: Path | None = None
         out = [f"network request to {u}" for u in dict.fromkeys(network)]
         out += [f"missing file {unquote(urlsplit(u).path)}" for u in dict.fromkeys(missing)]
         out += [f"JavaScript error: {e}" for e in dict.fromkeys(errors)]
+        out += [f"console error: {e}" for e in dict.fromkeys(logged)]
         out += [f"unrendered math: '{t}'" for t in found["raw"]]
         out += [f"solution output visible without a click: '{s}'" for s in found["solutions"]]
         out += image_problems(found["images"])

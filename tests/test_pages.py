@@ -225,6 +225,13 @@ def test_a_javascript_error_fails(context, tmp_path):
         "JavaScript error: undefinedFunction is not defined"]
 
 
+def test_an_error_logged_to_the_console_fails(context, tmp_path):
+    """What a theme logs on every page ("Got invalid theme mode: ."), not an exception."""
+    body = "<script>console.error('Got invalid theme mode: . Resetting to auto.'); console.log('fine')</script>"
+    assert problems(context, write_page(tmp_path, body)) == [
+        "console error: Got invalid theme mode: . Resetting to auto."]
+
+
 def test_every_problem_on_a_page_is_listed(context, tmp_path):
     assert problems(context, write_page(tmp_path, "<p>$x$</p><img src='gone.png'>")) == [
         f"missing file {tmp_path / 'gone.png'}", "unrendered math: '$x$'",

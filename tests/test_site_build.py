@@ -192,8 +192,8 @@ def test_solutions_are_collapsed_code_and_output(pages):
 
 
 def test_a_reader_sees_the_core_with_depth_set_apart_and_no_speaker_notes(pages):
-    """Speaker notes are for the presenter's view: not on the site. The setup cell shows its
-    output, not its code. Going-deeper text sits in a shaded box, its code collapsed."""
+    """Speaker notes are for the presenter's view: not on the site, and neither is the setup
+    cell (code or device line). Going-deeper text sits in a shaded box, its code collapsed."""
     for nb, page in pages.items():
         cells = nbformat.read(nb, as_version=4).cells
         article = plain(page.select_one("article").get_text(" "))
@@ -324,7 +324,7 @@ def test_display_copy_tags_each_cell_for_myst_nb():
     shown = build_site.display_copy(nb).cells
     assert nbformat.writes(nb) == original  # the notebook itself is untouched
     assert [c.metadata.get("tags") for c in shown] == [
-        ["remove-input"], ["remove-cell"], ["deeper"], ["deeper", "hide-input"], ["solution", "hide-cell"],
+        ["remove-cell"], ["remove-cell"], ["deeper"], ["deeper", "hide-input"], ["solution", "hide-cell"],
         ["hide-input"], None, ["raises-exception"], None, None]
     assert shown[2].source.splitlines() == [  # headings outside the box: they stay in the toc
         "### Going deeper: x", "`````{container} deeper", "", "", "Text.", "", "`````",

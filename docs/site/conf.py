@@ -13,7 +13,8 @@ project = "PyTorch and resource accounting"
 author = "the course authors"
 copyright = "2025, the course authors"
 
-extensions = ["myst_nb", "sphinx_togglebutton"]
+# sphinx_copybutton: a copy button on every code block (ClipboardJS, shipped with it: no network).
+extensions = ["myst_nb", "sphinx_togglebutton", "sphinx_copybutton"]
 exclude_patterns = ["_build", ".doctrees", "**.ipynb_checkpoints"]
 
 # -- Notebooks: render the stored (golden) outputs, never execute ---------------------
@@ -37,11 +38,18 @@ html_title = project
 html_static_path = ["_static"]
 html_css_files = ["lecture.css"]  # Going-deeper sections set apart; long code lines wrap
 html_last_updated_fmt = None
+# The pages follow the reader's light or dark setting. Without a default mode the theme starts
+# from an empty one and logs "Got invalid theme mode" on every page.
+html_context = {"default_mode": "auto"}
 html_theme_options = {
     "home_page_in_toc": True,      # the index is the first entry of the sidebar toc
     "use_download_button": True,   # a .ipynb download on every notebook page
     "use_fullscreen_button": False,
     "show_toc_level": 2,           # the in-page toc shows the § sections and their ###
-    "navigation_with_keys": False,
+    "navigation_with_keys": True,  # ← and → go to the previous and the next page
     "navbar_persistent": [],       # one search box (the sidebar's), not a second in a header bar
 }
+
+# -- Copy buttons: on the code (cell inputs, code blocks in the text), not on outputs --------
+# MyST-NB puts a cell's input in div.highlight-ipython3 and an output in div.output.highlight-myst-ansi.
+copybutton_selector = 'div[class*="highlight-"]:not(.output) > div.highlight > pre'
