@@ -96,7 +96,8 @@ def build_slides(notebooks: list[Path], out: Path) -> list[Path]:
         deck = out / f"{path.stem}.slides.html"
         deck.write_text(body, encoding="utf-8")
         decks.append(deck)
-        items.append(f'<li><a href="{html.escape(deck.name)}">{html.escape(title)}</a></li>')
+        items.append(f'<li><a href="{html.escape(deck.name)}">{html.escape(title)}</a> '
+                     f'(<a class="pdf-link" href="{html.escape(deck.name)}?print-pdf">PDF</a>)</li>')
     index = (ROOT / "docs" / "slides" / "index.html").read_text(encoding="utf-8")
     (out / "index.html").write_text(index.replace("<!-- build_slides: decks -->", "\n".join(items)),
                                     encoding="utf-8")

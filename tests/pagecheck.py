@@ -9,7 +9,8 @@ code, after MathJax has finished; an exercise solution's output (a cell tagged `
 visible before a click; an image that does not decode or has no alt text; a local link or
 #anchor that does not resolve. A deck (`*.slides.html`) must also start reveal.js, and every
 slide, visited with `Reveal.slide(h, v)`, must fit 1280x720 with its math rendered and no
-box on it that scrolls or clips its content (the decks wrap long lines instead).
+box on it that scrolls or clips its content (the decks wrap long lines instead), and no line
+of code or output broken inside a word that would fit on a line ('bf1' / '6').
 Used by tests/test_built_pages.py (the real site and decks) and tests/test_pages.py (pages
 broken on purpose, each of which must fail its rule).
 """
@@ -84,6 +85,45 @@ async function mathDone() {
     if (mj.typesetPromise) await mj.typesetPromise();
   }
 }
+// Words of a <pre> under root that a soft line break cuts in two ('bf1' / '6') although the word
+// would fit on a line of its own; a break after a hyphen is the browser's own, as in prose.
+function brokenWords(root) {
+  const found = [];
+  const space = c => /\s/.test(c);
+  for (const pre of root.querySelectorAll('pre')) {
+    if (!shown(pre)) continue;
+    const chars = [];  // [character, top of its box] in text order
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      for (let i = 0; i < n.data.length; i++) {
+        const range = document.createRange();
+        range.setStart(n, i);
+        range.setEnd(n, i + 1);
+        const box = [...range.getClientRects()].find(r => r.width > 0);
+        chars.push([n.data[i], box ? box.top : null]);
+      }
+    }
+    const wraps = i => i > 0 && chars[i][0] !== '\n' && chars[i - 1][0] !== '\n'
+      && chars[i][1] !== null && chars[i - 1][1] !== null && chars[i][1] > chars[i - 1][1] + 2;
+    let width = 0;  // the most characters one line of this <pre> holds
+    for (let i = 0, run = 0; i < chars.length; i++) {
+      run = chars[i][0] === '\n' ? 0 : wraps(i) ? 1 : run + 1;
+      width = Math.max(width, run);
+    }
+    for (let i = 1; i < chars.length; i++) {
+      const before = chars[i - 1][0];
+      if (!wraps(i) || space(chars[i][0]) || space(before) || before === '-') continue;
+      let a = i - 1, b = i;
+      while (a > 0 && !space(chars[a - 1][0])) a--;
+      while (b + 1 < chars.length && !space(chars[b + 1][0])) b++;
+      if (b - a + 1 < width) {
+        const word = chars.slice(a, b + 1).map(c => c[0]).join('');
+        found.push(`${word.slice(0, i - a)} / ${word.slice(i - a)}`.slice(0, 60));
+      }
+    }
+  }
+  return found;
+}
 function label(el) {
   const h = el.querySelector('h1, h2, h3, h4, h5, h6');
   return ((h || el).textContent || '').replace(/¶/g, '').replace(/\s+/g, ' ').trim().slice(0, 50);
@@ -137,7 +177,7 @@ async () => {
                (e.scrollWidth > e.clientWidth + 1 && cs.overflowX !== 'visible');
       }).map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')}`.slice(0, 60));
       slides.push({h, v, title: label(s), w: s.scrollWidth, h_px: s.scrollHeight,
-                   raw: rawMath(s), boxes});
+                   raw: rawMath(s), boxes, cut: brokenWords(s)});
     }
   }
   Reveal.slide(0, 0);
@@ -194,7 +234,7 @@ def problems(context: BrowserContext, path: Path, screenshot: Path | None = None
 
 def slide_problems(page: Page) -> list[str]:
     """Each slide of the deck open in ``page`` that does not fit 1280x720, holds a box that
-    scrolls or clips, or shows raw TeX; named `slide h.v 'its heading'`."""
+    scrolls or clips, shows raw TeX or breaks a line inside a word; named `slide h.v 'its heading'`."""
     out = []
     for s in page.evaluate(JS_SLIDES):
         where = f"slide {s['h'] + 1}.{s['v'] + 1} '{s['title']}'"
@@ -203,6 +243,7 @@ def slide_problems(page: Page) -> list[str]:
         if s["boxes"]:
             out.append(f"{where}: {len(s['boxes'])} box(es) scroll or clip their content ({s['boxes'][0]})")
         out += [f"{where}: unrendered math: '{t}'" for t in s["raw"]]
+        out += [f"{where}: a line breaks inside a word: '{w}'" for w in s["cut"]]
     return out
 
 
@@ -255,6 +296,11 @@ def screen_problem(png: Path) -> str | None:
     if counts.max() > 0.999 * len(pixels):
         return f"screenshot {png} is blank (one colour)"
     return None
+
+
+def pdf_pages(pdf: bytes) -> int:
+    """The number of pages of a PDF that Chromium printed (its /Type /Page objects)."""
+    return len(re.findall(rb"/Type\s*/Page(?![a-z])", pdf))
 
 
 def pages_under(folder: Path) -> list[Path]:

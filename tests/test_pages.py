@@ -173,6 +173,43 @@ def test_a_long_code_line_wraps_instead_of_running_off_the_slide(context, tmp_pa
     assert problems(context, deck) == []
 
 
+def test_an_output_line_wraps_between_words_and_a_word_cut_in_two_fails(context, tmp_path):
+    """JupyterLab's output style (word-break: break-all) with overflow-wrap: anywhere broke lines
+    inside words ('bf1' / '6', 'm' / 'atches'); the decks break them at spaces."""
+    line = "✓ Momentum takes torch.optim.SGD's 100 steps (momentum 0.9): Tensor (101, 16) torch.float64 matches (rel=1e-09, abs=0)\n"
+    cell = new_code_cell("print(...)")
+    cell.outputs = [new_output("stream", name="stdout", text=line * 3)]
+    deck = build_deck(tmp_path, small_notebook([new_markdown_cell("## Checks"), cell]))
+    assert problems(context, deck) == []
+    html = deck.read_text(encoding="utf-8")
+    cut = deck.with_name("cut.slides.html")  # the decks' CSS before issue 28
+    cut.write_text(html.replace("</head>", "<style>.reveal pre { overflow-wrap: anywhere !important; "
+                                           "word-break: break-all !important; }</style></head>"), encoding="utf-8")
+    problem = problems(context, cut)
+    assert problem and all(p.startswith("slide 3.1 'Checks': a line breaks inside a word: '") for p in problem), problem
+
+
+def test_arrow_keys_walk_every_slide_in_order(page, good_deck):
+    """→ from the title visits the subslide too (reveal.js's linear navigation), ← walks back."""
+    page.goto(good_deck.resolve().as_uri())
+    page.wait_for_function(pagecheck.REVEAL_READY)
+    where = "() => [Reveal.getIndices().h, Reveal.getIndices().v]"
+    seen = [page.evaluate(where)]
+    for key in ["ArrowRight"] * 3 + ["ArrowLeft"] * 3:
+        page.keyboard.press(key)
+        seen.append(page.evaluate(where))
+    assert seen == [[0, 0], [1, 0], [1, 1], [1, 1], [1, 0], [0, 0], [0, 0]]
+
+
+def test_a_deck_prints_to_a_pdf_one_page_a_slide(page, good_deck, tmp_path):
+    """README, Presenting: a deck opened with ?print-pdf prints one page per slide."""
+    page.goto(good_deck.resolve().as_uri() + "?print-pdf")
+    page.wait_for_function(pagecheck.REVEAL_READY)
+    page.evaluate("() => document.fonts.ready")
+    pdf = page.pdf(prefer_css_page_size=True, print_background=True)
+    assert pdf.startswith(b"%PDF") and pagecheck.pdf_pages(pdf) == 3  # title, §1, the subslide
+
+
 def test_visible_solution_output_fails(context, tmp_path):
     cell = ('<div class="jp-Cell celltag_solution"><div class="jp-OutputArea-output">'
             '<pre>answer: 42</pre></div></div>')
