@@ -65,6 +65,17 @@ def prepare_for_slides(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return deck
 
 
+def slide_count(nb: nbformat.NotebookNode) -> int:
+    """How many slides the deck of ``nb`` has, subslides included (reveal.js's total, the t of
+    "c/t"), counted as nbconvert cuts it: its first visible cell starts a slide, then each cell
+    of type slide or subslide."""
+    types = [cell.metadata["slideshow"]["slide_type"] for cell in prepare_for_slides(nb).cells]
+    first = next((i for i, t in enumerate(types) if t not in ("notes", "skip")), None)
+    if first is None:
+        raise ValueError("every cell is skipped: no slide")
+    return 1 + sum(t in ("slide", "subslide") for t in types[first + 1:])
+
+
 def exporter_for(out: Path, modules: Path) -> SlidesExporter:
     """A reveal exporter whose decks in ``out`` load everything from ``modules`` (build/vendor)."""
     def url(*parts: str) -> str:  # relative to the deck: it opens from file:// and any web server
@@ -108,12 +119,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebooks/NN_*.ipynb")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "slides")
+    parser.add_argument("--count", action="store_true",
+                        help="print each deck's number of slides (the README's slides column); build nothing")
     args = parser.parse_args(argv)
     notebooks = args.notebooks or [ROOT / "notebooks" / f"{name}.ipynb" for name in (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()]
     bad = [str(p) for p in notebooks if p.suffix != ".ipynb" or not p.is_file()]
     if bad:
         print(f"build_slides: not a notebook file: {', '.join(bad)}", file=sys.stderr)
         return 2
+    if args.count:
+        try:
+            counts = {p.stem: slide_count(nbformat.read(p, as_version=4)) for p in sorted(notebooks, key=lambda p: p.name)}
+        except ValueError as e:
+            print(f"build_slides: {e}", file=sys.stderr)
+            return 1
+        for stem, count in counts.items():
+            print(f"{stem}: {count} slides")
+        print(f"total: {sum(counts.values())} slides")
+        return 0
     start = time.perf_counter()
     try:
         decks = build_slides(notebooks, args.out)
