@@ -75,9 +75,11 @@ nbval: $(STAMP)  ## nbval only
 
 # `make run` and `make regen` execute with nbconvert (nbclient): a fresh kernel per notebook,
 # run from notebooks/ as in Lab, on the CPU that recorded the goldens (LECTURE_DEVICE=... picks
-# another for `make run`). Per-cell timing and widget state are left out of the .ipynb: they
-# change on every run and would make noisy diffs. A cell tagged raises-exception may raise.
-EXECUTE := LECTURE_DEVICE=$${LECTURE_DEVICE:-cpu} PYDEVD_DISABLE_FILE_VALIDATION=1 \
+# another for `make run`), with no progress bars (LECTURE_PROGRESS=0: lecture_utils.progress draws
+# none, so none is stored; make test and make nbval get it from the root conftest.py). Per-cell
+# timing and widget state are left out of the .ipynb: they change on every run and would make
+# noisy diffs. A cell tagged raises-exception may raise.
+EXECUTE := LECTURE_DEVICE=$${LECTURE_DEVICE:-cpu} PYDEVD_DISABLE_FILE_VALIDATION=1 LECTURE_PROGRESS=0 \
 	$(BIN)/jupyter nbconvert --execute --ExecutePreprocessor.kernel_name=$(KERNEL) \
 	--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False \
 	--ExecutePreprocessor.store_widget_state=False

@@ -16,6 +16,9 @@ the caller chose nothing else:
 - ``OMP_NUM_THREADS=1`` in each xdist worker, and so in its kernels, as the Makefile sets it:
   two workers and their kernels with a thread per core each oversubscribe the cores. A value
   the caller set wins (a serial run keeps torch's default).
+- ``LECTURE_PROGRESS=0`` in every pytest process, and so in the kernels nbval starts, as the
+  Makefile's ``make run``/``make regen`` set it: ``lecture_utils.progress`` draws no bar, so
+  a long cell's bar is never part of an output nbval compares. A value the caller set wins.
 
 tests/test_nbval_plain.py runs the plain form on a notebook and fails if this stops applying.
 """
@@ -38,6 +41,7 @@ def pytest_cmdline_main(config):
 @pytest.hookimpl(trylast=True)  # after nbval's, which maps its deprecated aliases first
 def pytest_configure(config):
     option = config.option
+    os.environ.setdefault("LECTURE_PROGRESS", "0")  # inherited by the kernels nbval starts
     if hasattr(config, "workerinput"):  # an xdist worker: torch is not imported here yet
         os.environ.setdefault("OMP_NUM_THREADS", "1")
     if not hasattr(option, "nbval_sanitize_with"):  # nbval not installed (or -p no:nbval)
