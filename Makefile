@@ -28,10 +28,15 @@ $(STAMP): pyproject.toml constraints.txt
 	@# a venv without pip is one an interrupted setup left half-made: made again from scratch
 	@$(BIN)/python -c 'import pip' 2>/dev/null || { test ! -e $(VENV) || echo "$(VENV) is incomplete (an interrupted make setup?): making it again"; \
 		$(PYTHON) -m venv --clear $(VENV); }
+	@echo "make setup: installing the pinned packages of constraints.txt into $(VENV) (once: about 2.5 minutes"
+	@echo "  on 2 cores, plus the download; torch is most of it: 192 MB as PyTorch's CPU build, 2.7 GB as PyPI's"
+	@echo "  CUDA build on Linux; README, Setting up, says how to pick the CPU one)..."
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+	@# setuptools' "Editable installation" box (mind folders named like the package) is advice, not a fault
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) \
 		--display-name "Python ($(KERNEL))" >/dev/null
+	@echo "make setup: done; $(VENV) has the pinned packages and the Jupyter kernel $(KERNEL)"
 	@touch $@
 
 setup: $(STAMP)  ## create .venv, install pinned deps, register the Jupyter kernel
