@@ -43,6 +43,7 @@ from lecture_utils import check, measured
 from lecture_utils.data import data_dir, get_batch, load_tokens
 from lecture_utils.models import GPT, get_config, n_params
 from lecture_utils.optim import AdamW, state_bytes
+from lecture_utils.progress import progress
 from lecture_utils.device import seed_all
 from lecture_utils.train import TrainConfig, Trainer, load_checkpoint, save_checkpoint
 
@@ -53,7 +54,7 @@ batch_size, seq_len, vocab_size = 8, 64, tiny.vocab_size  # tiny: 2 layers, widt
 # %% slideshow={"slide_type": "subslide"}
 def train(model, optimizer, generator, steps, device=CPU):  # generator: the sampler's (None: torch's global one)
     losses = []
-    for _ in range(steps):
+    for _ in progress(range(steps), desc="training"):  # a bar while it runs, none in the stored output
         x, y = get_batch(train_data, batch_size, seq_len, device, generator=generator)
 
         logits = model(x)

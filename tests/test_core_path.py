@@ -128,3 +128,11 @@ def test_each_notebook_states_its_core_path_in_minutes_as_measured():
         stated = re.search(r"about (\d+) minutes", intro)
         assert stated, f"{path.name}: its first cell does not say how long the core takes"
         assert int(stated[1]) == round(reading_time.shape(path).core_minutes), path.name
+
+
+def test_the_chinese_readme_states_the_same_minutes_and_slides():
+    """README.zh-CN.md's table (its notebooks in notebooks/zh/) agrees with README.md's."""
+    row = r"^\| \[\d\d [^\]]+\]\(notebooks/{}(\d\d_\w+)\.ipynb\) \| [^|]+ \| (\d+) \| (\d+) \|$"
+    english = re.findall(row.format(""), (ROOT / "README.md").read_text(), re.M)
+    chinese = re.findall(row.format("zh/"), (ROOT / "README.zh-CN.md").read_text(encoding="utf-8"), re.M)
+    assert len(english) == 8 and chinese == english
