@@ -116,7 +116,9 @@ def test_decks_load_everything_from_build_vendor_by_relative_urls(built):
 def test_deck_index_lists_each_deck_with_its_title(built):
     _, out = built
     index = (out.parent / "index.html").read_text(encoding="utf-8")
-    assert '<li><a href="09_deck.slides.html">Deck &lt;&amp;&gt;</a></li>' in index
+    # the title escaped, then the deck's printable form (one PDF page a slide)
+    assert ('<li><a href="09_deck.slides.html">Deck &lt;&amp;&gt;</a> '
+            '(<a class="pdf-link" href="09_deck.slides.html?print-pdf">PDF</a>)</li>') in index
 
 
 def test_build_slides_cli_rejects_a_missing_notebook(tmp_path, capsys):
