@@ -16,7 +16,7 @@
 # # 01 · Tensors, storage and strides
 #
 # Lecture 2, §1 and §2.2–§2.4: the core path below is the lecture (about 15 minutes to
-# read), and collapsed "Going deeper" sections at the end of its sections hold the details.
+# read), and "Going deeper" sections at the end of its sections hold the details.
 # A `✓` line is a checked claim; a `[measured]` line depends on the machine.
 
 # %%
@@ -67,7 +67,7 @@ check("x: shape, stride, storage offset", (tuple(x.shape), x.stride(), x.storage
       ((3, 4), (4, 1), 0))
 check("its storage: 12 numbers × 8 bytes", x.untyped_storage().nbytes(), 96)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # `stride=(4, 1)`: one step down a row skips 4 elements of storage, one step along a
 # column skips 1. Element `x[r, c]` lives at storage index
 # $\text{offset} + r \cdot s_0 + c \cdot s_1$, counted in elements (in $n$ dimensions,
@@ -90,7 +90,7 @@ found = sum(v[idx].item() == storage_index(v, idx)
             for v in views.values() for idx in itertools.product(*map(range, v.shape)))
 check("elements of these views that sit where the formula says", found, 12 + 3 + 12 + 4)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # How strides walk the storage: above, the 12 storage slots, coloured like the row of
 # the view that reads them (grey: never read); below, each element labelled with its
 # storage index. `x.T` jumps by 4 along a row; `x[:, 1:3]` starts at offset 1 and skips slots.
@@ -165,7 +165,7 @@ a.T[3, 2] = -1         # write through the transpose ...
 check("... and a[2, 3] sees it", a[2, 3].item(), -1)
 check("x[[0, 2]], advanced indexing, shares x's storage (no: a copy)", same_storage(x[[0, 2]], x), False)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # A tensor is **contiguous** when its strides are those of a row-major layout of its
 # shape: the last stride is 1 and each earlier one is the product of the sizes after it.
 # `z = x.T` (shape `(4, 3)`, strides `(1, 4)`) is not, and flattening it with `view` fails:
@@ -174,7 +174,7 @@ check("x[[0, 2]], advanced indexing, shares x's storage (no: a copy)", same_stor
 err = check("z.view(12) on the non-contiguous transpose", lambda: z.view(12), raises=RuntimeError)
 print(err)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # > **The notes say** (§2.3, and the answer to Q5) that `view` "only works on a contiguous
 # > layout". **In fact** `view` needs only that the new shape can be read from the same
 # > storage with new strides: each new dimension either splits one old dimension, or merges
@@ -186,7 +186,7 @@ print(err)
 # %% tags=["claim-S13"]
 check("z.view(2, 2, 3) of non-contiguous z: a view with strides", z.view(2, 2, 3).stride(), (2, 1, 4))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # `contiguous()` makes the copy: a new storage holding the elements in the view's logical
 # order, after which `view(12)` works. It costs `numel × element_size` bytes of memory and
 # twice that in traffic (every byte read once, written once). `reshape` is `view` when
@@ -199,7 +199,7 @@ check("bytes z.contiguous() allocated: numel × element_size", allocated, z.nume
 check("then view(12) works", zc.view(12), torch.tensor([0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]))
 check("z.reshape(12) shares x's storage (no: it copied)", same_storage(z.reshape(12), x), False)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **Predict, then measure.** A view is O(1): the same time at any size. A copy is O(n): 64×
 # the elements, about 64× the time (caches make a small copy faster still). Timed with
 # `torch.utils.benchmark` (warm-up, repeats, the median; notebook 03 opens it up):
@@ -295,7 +295,7 @@ heads = rearrange(q, "... (heads d) -> ... heads d", heads=8)  # split hidden = 
 check("q split into 8 heads of 8: shape", tuple(heads.shape), (2, 3, 8, 8))
 check("the heads are a view of q (no copy)", same_storage(heads, q), True)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # Names in an annotation can be enforced: with jaxtyping, `@jaxtyped(typechecker=beartype)`
 # binds each dimension name to a size at its first use and insists every later use agrees,
 # the return value included.

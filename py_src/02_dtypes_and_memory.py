@@ -16,7 +16,7 @@
 # # 02 · dtypes and memory: what every number costs
 #
 # Lecture 2, §2, §2.1 and §1.2, and self-test Q2 and Q3: the core path below is the lecture
-# (about 16 minutes to read), and collapsed "Going deeper" sections hold the details.
+# (about 16 minutes to read), and "Going deeper" sections hold the details.
 # The question is the lecture's first: *will it fit?* A `✓` line is a checked claim; a
 # `[measured]` line depends on the machine.
 
@@ -47,7 +47,7 @@ dtypes = [torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, tor
 check("bytes torch allocated in fp32, fp16, bf16, fp8 e4m3, fp8 e5m2",
       [torch.empty(4, 8, 16, dtype=dt).untyped_storage().nbytes() for dt in dtypes], [2048, 1024, 1024, 512, 512])
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **On the device.** A tensor starts on the CPU; `.to(device)` copies it (and returns the
 # tensor itself when it is already there). On a GPU the caching allocator counts the bytes
 # that live tensors hold, `torch.cuda.memory_allocated()`. Predict, then measure: one 32 × 32
@@ -97,7 +97,7 @@ check("x[0]: its own bytes, and the storage it keeps alive", (tensor_bytes(row),
 # - Run live: the table, the 1e-8 cell, then `1 + 1/256` in bf16.
 # - Ask the room: what does one GPT-3 FFN weight matrix cost in fp32, and in bf16?
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S8"]
+# %% slideshow={"slide_type": "slide"} tags=["claim-S8"]
 import matplotlib.pyplot as plt
 
 from lecture_utils.dtypes import dtype_info
@@ -114,11 +114,11 @@ check("s/e/m bits and bytes, as in the notes' table",
       [(1, 8, 23, 4), (1, 5, 10, 2), (1, 8, 7, 2), (1, 4, 3, 1), (1, 5, 2, 1)])
 check("largest fp16, fp8 e4m3, fp8 e5m2", [infos[n].max for n in ("float16", "float8_e4m3fn", "float8_e5m2")], [65504.0, 448.0, 57344.0])
 
-# %% caption="Bit layout of each floating-point dtype: sign, exponent and mantissa bits, fp32 down to fp8." slideshow={"slide_type": "subslide"}
+# %% caption="Bit layout of each floating-point dtype: sign, exponent and mantissa bits, fp32 down to fp8." slideshow={"slide_type": "slide"}
 plot_bit_layout(FLOATS)  # to scale: fp16 spends its bits on precision, bf16 on range (fp32's exponent)
 plt.show()
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### Underflow: fp16 loses small numbers, bf16 keeps them
 #
 # The notes' example is a value like 1e-8, the size of a small gradient. Store it, and
@@ -134,7 +134,7 @@ fp16, bf16 = torch.float16, torch.bfloat16
 check("1e-8 in fp16: underflows to 0", cast(1e-8, fp16), 0.0)
 check("1e-8 in bf16, divided by 1e-8 (3 decimals)", round(cast(1e-8, bf16) / 1e-8, 3), 1.001)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # > **The notes say** (§2.1, the dtype table) fp16 "underflows below 6×10⁻⁵". **In fact**
 # > $6.1\times10^{-5} = 2^{-14}$ is fp16's smallest *normal* number. Below it come the
 # > subnormals of IEEE 754 (binary16: the exponent field is 0 and the leading 1 becomes a
@@ -145,7 +145,7 @@ check("1e-8 in bf16, divided by 1e-8 (3 decimals)", round(cast(1e-8, bf16) / 1e-
 check("fp16's smallest normal is 2**-14", infos["float16"].smallest_normal, 2.0**-14)
 check("1e-6 survives as a subnormal: stored / 2**-24 (1.3% off)", cast(1e-6, fp16) / 2.0**-24, 17.0)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### Precision: what bf16 gives up
 #
 # bf16 keeps only 7 mantissa bits: the gap after 1 (`eps`) is $2^{-7} = 1/128$, and an
@@ -156,7 +156,7 @@ check("1e-6 survives as a subnormal: stored / 2**-24 (1.3% off)", cast(1e-6, fp1
 check("bf16: eps; 1 + 1/256 (half of eps, a tie) and 1 + 1/512 stored, both updates lost",
       (infos["bfloat16"].eps, cast(1 + 1 / 256, bf16), cast(1 + 1 / 512, bf16)), (1 / 128, 1.0, 1.0))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### A real matrix: one GPT-3 FFN weight
 #
 # GPT-3 175B has $d_\text{model} = 12288$, and its feed-forward layer widens that to
@@ -406,7 +406,7 @@ from lecture_utils.recipes import bytes_per_param, param_breakdown
 print(param_breakdown("fp32_adamw"))
 check("fp32 AdamW: 4 + 4 + 4 + 4 bytes per parameter", bytes_per_param("fp32_adamw"), 16)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # That settles the notes' question before any activation is stored. Replicated (plain data
 # parallel) every GPU holds all the state, so more GPUs do not raise the limit; perfectly
 # sharded (ZeRO / FSDP) the state is split 8 ways:
@@ -416,11 +416,11 @@ per_param = 4 + 4 + 4 + 4  # bytes: weights, gradients, Adam's m and v, all fp32
 check("parameters whose state fits: one 80 GB GPU, 8 perfectly sharded", (80e9 / per_param, 8 * 80e9 / per_param),
       (5e9, 40e9))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **Mixed precision** computes in bf16 but keeps an fp32 *master* copy of the weights,
 # because an update as small as lr × gradient vanishes in bf16 (`1 + 1/256` above).
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # The notes count bf16 weights (2) + bf16 gradients (2) + fp32 master weights (4) + m (4) +
 # v (4) = "still 16 bytes per parameter": the standard accounting, the ZeRO paper's for
 # mixed-precision Adam (Rajbhandari et al., SC 2020, §3.1: 2Ψ + 2Ψ + 12Ψ).
@@ -440,7 +440,7 @@ megatron = {"weights": b16, "main gradients": b32, "master weights": b32, "adam 
 check("Megatron-LM, bf16 weights with fp32 main gradients: 2 + 4 + 4 + 4 + 4", sum(megatron.values()), 18)
 check("... with a 16-bit gradient kept as well", sum(megatron.values()) + b16, 20)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # So **mixed precision saves compute time and activation memory, not training state**:
 # 16 to 20 bytes per parameter remain, against 16 in fp32. The big savings come from
 # *sharding* that state across GPUs (ZeRO / FSDP, Lectures 7–8).
@@ -678,7 +678,7 @@ check_answer("Q2, 1.0 x 2**16 in fp16", q2_one_scaled)
 #
 # </details>
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### Q3. How big a model fits on 8 × 80 GB H100s once activations need room?
 #
 # §1.2 fit 5B parameters on one GPU and 40B on 8 perfectly sharded, with nothing else on

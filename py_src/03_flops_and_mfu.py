@@ -16,7 +16,7 @@
 # # 03 · FLOPs and MFU: what every operation costs in time
 #
 # *How long will it take?* (§1.1, §3.1–§3.4, self-test Q4): the core path (about 17 minutes),
-# then collapsed "Going deeper" sections. `✓` marks a checked claim.
+# then "Going deeper" sections. `✓` marks a checked claim.
 
 # %%
 from lecture_utils import setup; device = setup()
@@ -56,7 +56,7 @@ check("6ND for 70B params x 15T tokens (FLOPs)", C.total, 6_300_000_000_000_000_
 # For scale: 20 GPT-3s ($3.14 \times 10^{23}$ FLOPs), under the $10^{26}$ of the 2023 US
 # reporting rule (EO 14110, revoked 2025); "Going deeper" checks both.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### The datasheet's headline figure is the sparse one: halve it
 #
 # The H100 datasheet's **1979 TFLOP/s** (bf16) is "with sparsity": it counts skipped zero
@@ -75,7 +75,7 @@ from lecture_utils.hardware import find_accelerator
 h100 = find_accelerator("H100")
 check("H100 dense bf16 peak = 1979 x 2/4, two multiplies of every four (TFLOP/s)", h100.peak("bf16") / 1e12, 1979 * 2 / 4)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### About 144 days
 #
 # No run reaches the peak (communication, memory traffic, kernel launches, data loading).
@@ -200,7 +200,7 @@ plt.show()
 #
 # - Ask the room: on an H100, does `sin(x) + x*x` wait on the arithmetic or on memory?
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S15"]
+# %% slideshow={"slide_type": "slide"} tags=["claim-S15"]
 from lecture_utils.trace import OpLog
 
 
@@ -215,7 +215,7 @@ eager_bytes = sum(read + written for _, read, written in traffic.ops) / x_small.
 intensity = Fraction(3, int(eager_bytes))  # FLOPs per byte moved
 check("eager sin(x) + x*x, traced: bytes moved per element", eager_bytes, 28.0)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### Predict, then measure: an honest clock
 #
 # Three traps: a GPU op *returns before it has run* (the CPU only queues it), a first call
@@ -241,7 +241,7 @@ def time_op(fn, *args, repeats=5):
     return statistics.median(times)
 
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # If time followed FLOPs, a copy (`x.clone()`: 8 bytes per element, 0 FLOPs) would be free;
 # if it follows bytes, `sin(x) + x*x` takes $28/8 = 3.5$ copies. On a GPU it does; a CPU's
 # `sin` costs dozens of instructions, so there the ratio is higher:
@@ -326,7 +326,7 @@ check("(64x128) @ (128x32): FlopCounterMode's count == 2BDK",
 check("(4, 8, 16, 32) @ (32, 2) == 2BDK with B = 4*8*16", count_flops(
       torch.matmul, torch.randn(4, 8, 16, 32), torch.randn(32, 2), backward=False).forward, matmul_flops(4 * 8 * 16, 32, 2))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **Intensity of a matmul.** An $n^3$ matmul does $2n^3$ FLOPs and moves at least $3n^2$
 # elements: $n/6$ FLOP/byte in fp32 ($n/3$ in bf16). It **grows with $n$**: a matmul is
 # compute-bound once its intensity passes the ridge point. Predict, then measure: small
@@ -350,7 +350,7 @@ points = [("sin(x) + x*x", float(intensity), 3 * x.numel() / t_op)] + [
 check("the largest matmul is at least 5x the smallest in FLOP/s, the elementwise op under 1/10",
       (fp32_rates[SIZES[-1]] > 5 * fp32_rates[SIZES[0]], 3 * x.numel() / t_op < best / 10), (True, True))
 
-# %% caption="Measured roofline of this machine: sin(x)+x*x and square fp32 matmuls, against the best matmul and the copy bandwidth timed here." slideshow={"slide_type": "subslide"}
+# %% caption="Measured roofline of this machine: sin(x)+x*x and square fp32 matmuls, against the best matmul and the copy bandwidth timed here." slideshow={"slide_type": "slide"}
 plot_roofline(points, best, bandwidth, title=f"fp32 on {device.type}, measured: the roofs are the best matmul and the copy")
 plt.show()
 
@@ -415,7 +415,7 @@ check("H100: the smallest power-of-two n at which an n^3 matmul is compute-bound
 #
 # - Ask the room: which matmuls does 6ND not see, and when do they matter?
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### The attention term that 6ND leaves out
 #
 # $QK^\top$ and $AV$ have no weights: $6ND$ misses their $4Td$ FLOPs per token per layer,
@@ -615,7 +615,7 @@ plt.show()
 #
 # - Ask the room: a job moves to bf16 and runs 6× faster. Does its MFU go up?
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # > **The notes say** the table gives tensor-core peaks, FP32 included (§3.4). **In fact** the
 # > FP32 figures (19.5 and 67 TFLOP/s) are the CUDA-core rates; fp32 on the tensor cores is
 # > TF32, 156 TFLOP/s dense on the A100 and 494.5 on the H100 (NVIDIA A100 and H100 Tensor
@@ -629,7 +629,7 @@ check("(FP32, BF16) as in the notes (TFLOP/s)", {g: (p["fp32"], p["bf16"]) for g
 check("BF16 / FP32, rounded", {g: round(p["bf16"] / p["fp32"], 1) for g, p in peaks.items()}, {"A100": 16.0, "H100": 14.8})
 check("TF32, fp32 on the tensor cores (TFLOP/s)", {g: p["tf32"] for g, p in peaks.items()}, {"A100": 156.0, "H100": 494.5})
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### MFU: achieved over peak
 #
 # $$\text{MFU} = \frac{\text{achieved useful FLOP/s}}{\text{peak FLOP/s}}$$
@@ -638,7 +638,7 @@ check("TF32, fp32 on the tensor cores (TFLOP/s)", {g: p["tf32"] for g, p in peak
 # can run faster at a *worse* MFU. Measured here: `peak_flops` reads a GPU's spec sheet; on
 # a CPU it **measures** one (the best 1024³ or 512³ matmul; a faster timing raises it).
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S20"]
+# %% slideshow={"slide_type": "slide"} tags=["claim-S20"]
 from lecture_utils.bench import peak_flops
 
 check("400 TFLOP/s on an H100: MFU against the TF32 peak, against the BF16 peak",

@@ -17,7 +17,7 @@
 #
 # Notebook 03 took "backward costs twice the forward pass" on trust to get $6ND$. This one
 # opens up autograd and prices it in FLOPs and in bytes (§4.1–§4.3 of the notes, self-test
-# Q1). A core path, the lecture (about 14 minutes to read), then collapsed "Going deeper"
+# Q1). A core path, the lecture (about 14 minutes to read), then "Going deeper"
 # sections. A `✓` line is a checked claim, a `[measured]` line depends on the machine.
 
 # %%
@@ -52,7 +52,7 @@ check("y = 0.5 * (2*4 - 5)**2", y.item(), 4.5)
 check("w.grad == (xw - 5) * x", w.grad.item(), (2.0 * 4.0 - 5) * 2.0)
 check("no .grad for the data x, nor for y (not a leaf)", (x.grad, y.is_leaf), (None, False))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### Gradients accumulate
 #
 # `backward()` does not *write* `w.grad`, it *adds* to it, until you zero it. That is how
@@ -111,7 +111,7 @@ check("w.grad is untouched by the failed call", w.grad.item(), 6.0)
 #
 # - Ask the room: backward of H = XW answers two questions. Which two, and what does each cost?
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S22"]
+# %% slideshow={"slide_type": "slide"} tags=["claim-S22"]
 from lecture_utils.flops import count_flops, matmul_flops
 
 B, D, K = 32, 64, 48
@@ -126,7 +126,7 @@ flops = {name: count_flops(torch.matmul, a, b, backward=False).forward
 check("FLOPs of the forward matmul and of both backward ones (all 2BDK)", flops,
       dict.fromkeys(flops, matmul_flops(B, D, K)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### Counting a whole network
 #
 # The lecture's toy model, `Cruncher`: `n_layers` bias-free `Linear(width, width)` layers
@@ -148,7 +148,7 @@ check("input needs a gradient: backward == 2 x forward", hidden.backward, 2 * hi
 check("data input: backward == 2 x forward - the first layer's grad_X", data.backward,
       2 * data.forward - layer)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **Predict, then measure.** A matmul-heavy model's backward should take about twice its
 # forward. A Cruncher whose input requires grad (FLOP ratio 2), timed with `time_fn`
 # (`torch.utils.benchmark`); backward alone reruns a kept graph, its gradients dropped.
@@ -284,7 +284,7 @@ check("each .grad's shape and dtype", [(tuple(p.grad.shape), p.grad.dtype) for p
       [(tuple(p.shape), p.dtype) for p in params])
 check("gradient bytes == parameter bytes", sum(p.grad.nbytes for p in params), sum(p.nbytes for p in params))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # > **The notes say** every trainable parameter gets a same-shape `.grad` after
 # > `backward()` (§4.3). **In fact** only the parameters the loss depends on do; any other
 # > keeps `.grad = None` (PyTorch docs, `torch.Tensor.grad`: "None by default and becomes a
@@ -299,7 +299,7 @@ spare.unused = nn.Parameter(torch.zeros(D))  # registered, but the forward never
 spare(torch.randn(B, D)).sum().backward()
 check(".grad of a parameter the loss never touched", spare.unused.grad, None)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### The toy MLP's memory bill
 #
 # The notes' bill for an MLP with $L$ layers of width $D$ at batch $B$, in fp32 (4 bytes
@@ -310,7 +310,7 @@ check(".grad of a parameter the loss never touched", spare.unused.grad, None)
 # as code, against what the model holds and what autograd really saves, then drawn against
 # $B$: the activations pass the parameters at $B = D$.
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S24"]
+# %% slideshow={"slide_type": "slide"} tags=["claim-S24"]
 from lecture_utils.training_memory import saved_tensor_bytes
 
 
@@ -330,7 +330,7 @@ check("from B = 32 to B = 2048, each term grows by",
       {k: v // mlp_bill(L, D, 32)[k] for k, v in mlp_bill(L, D, 2048).items()},
       {"params": 1, "grads": 1, "optimizer state": 1, "activations": 64})
 
-# %% caption="The notes' toy-MLP bill against batch size (L = 4, D = 64, Adam): only the activations grow." slideshow={"slide_type": "subslide"}
+# %% caption="The notes' toy-MLP bill against batch size (L = 4, D = 64, Adam): only the activations grow." slideshow={"slide_type": "slide"}
 import matplotlib.pyplot as plt
 
 BATCHES = [2**p for p in range(13)]  # 1 ... 4096

@@ -16,7 +16,7 @@
 # # 05 · Parameters and initialisation: what the optimizer sees, and where training starts
 #
 # A core path, the lecture on §5.1 and §5.2 of the notes (about 11 minutes to read),
-# then collapsed "Going deeper" sections. `✓` marks a checked claim.
+# then "Going deeper" sections. `✓` marks a checked claim.
 
 # %%
 from lecture_utils import setup; device = setup()
@@ -53,7 +53,7 @@ class NotesLinear(nn.Module):  # the notes' Linear (§5.1)
 layer = NotesLinear(4, 3)
 check("named_parameters() lists the assigned Parameter", [n for n, _ in layer.named_parameters()], ["weight"])
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **Channel 1: `parameters()`** is all an optimizer updates. One SGD step moves the weight
 # by −lr × gradient:
 
@@ -65,7 +65,7 @@ layer(x).pow(2).mean().backward()
 opt.step()
 check("one SGD step: W = W_before - lr * W.grad", layer.weight.detach(), before - 0.1 * layer.weight.grad, rel=1e-6, abs=1e-7)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **Channel 2: `state_dict()`** maps each registered name to its tensor: what a checkpoint
 # saves (`torch.save`) and loads into a fresh model:
 
@@ -74,7 +74,7 @@ fresh = NotesLinear(4, 3)  # other random weights
 fresh.load_state_dict(layer.state_dict())
 check("a fresh model after load_state_dict() holds the same weights", torch.equal(fresh.weight, layer.weight), True)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **Channel 3: `.to()`** converts every registered tensor in place: same `Parameter`
 # objects, new data, so the optimizer still holds the right tensor.
 
@@ -83,7 +83,7 @@ layer.to(torch.float64)
 check("after layer.to(torch.float64): the weight's dtype", layer.weight.dtype, torch.float64)
 check("...and it is the Parameter the optimizer holds", opt.param_groups[0]["params"][0] is layer.weight, True)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### Buffers: state that is not trained
 #
 # A plain tensor attribute is never registered (Going deeper shows what that breaks).
@@ -244,7 +244,7 @@ check("...and the optimizer holds a stale object", opt.param_groups[0]["params"]
 # - Write $\mathrm{Var}(y) = d_\text{in}\,\mathrm{Var}(x)\,\mathrm{Var}(W)$ on the board.
 # - Ask the room: at width 256, after how many N(0, 1) layers does fp32 overflow?
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S26", "claim-S27"]
+# %% slideshow={"slide_type": "slide"} tags=["claim-S26", "claim-S27"]
 import math
 
 import matplotlib.pyplot as plt
@@ -266,7 +266,7 @@ check("N(0, 1): the first layer whose output overflows fp32", first_inf, 32)
 check("std 1/sqrt(d_in): every layer's RMS within [0.8, 1.25]", all(0.8 < r < 1.25 for r in rms_scaled), True)
 measured("RMS of layer 50's output with std 1/sqrt(d_in) (predicted 1)", rms_scaled[-1])
 
-# %% caption="Output RMS of each layer against depth, width 256: N(0,1) weights grow 16x per layer until fp32 overflows at layer 32; std 1/sqrt(d_in) stays near 1." slideshow={"slide_type": "subslide"}
+# %% caption="Output RMS of each layer against depth, width 256: N(0,1) weights grow 16x per layer until fp32 overflows at layer 32; std 1/sqrt(d_in) stays near 1." slideshow={"slide_type": "slide"}
 fig, ax = plt.subplots(figsize=(10, 2.7))
 for name, r in rms.items():
     ax.plot(range(1, DEPTH + 1), r, label=name)  # inf is left out
@@ -275,7 +275,7 @@ ax.set(yscale="log", xlabel="layer", ylabel="RMS of the layer's output")
 ax.legend(frameon=False, fontsize=12)
 plt.show()
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### The notes' truncated normal
 #
 # The notes' fix: std `1/sqrt(d_in)`, truncated against rare huge weights.
@@ -295,7 +295,7 @@ def init_weight(d_in, d_out, *, device=None, dtype=None):
     return nn.init.trunc_normal_(weight, std=std, a=-3 * std, b=3 * std)
 
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S27"]
+# %% slideshow={"slide_type": "slide"} tags=["claim-S27"]
 D = 1024
 std = 1 / math.sqrt(D)
 torch.manual_seed(0)

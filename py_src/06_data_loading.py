@@ -16,7 +16,7 @@
 # # 06 · Data loading: tokens on disk, batches on the GPU
 #
 # The core path is the lecture for §6 and §6.1 (about 14 minutes to read); each section
-# ends in collapsed "Going deeper" sections. `✓` marks a checked claim, `[measured]` a
+# ends in "Going deeper" sections. `✓` marks a checked claim, `[measured]` a
 # value that depends on the machine.
 
 # %%
@@ -50,7 +50,7 @@ print(f"train: a {type(train).__name__} of {len(train):,} {train.dtype} ids, {tr
 check("GPT-2's 50,257 ids fit uint16's 65,536 values", 50_257 <= np.iinfo(np.uint16).max + 1, True)
 check("train as int64 / as uint16 (bytes)", np.asarray(train).astype(np.int64).nbytes / train.nbytes, 4.0)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # > **The notes say** `data = np.memmap("tokens.npy", dtype=np.uint16, mode="r")` (§6).
 # > **In fact** a `.npy` file starts with a header (magic string, dtype, shape: NumPy's "NPY
 # > format", `numpy.lib.format`), and `np.memmap` maps the raw bytes of "a *binary* file"
@@ -67,7 +67,7 @@ with tempfile.TemporaryDirectory() as folder:
     check("np.memmap on the .npy: extra 'tokens' from its header", len(np.memmap(npy, dtype=np.uint16, mode="r")) - 1000, 64)
     check("np.load(mmap_mode='r') maps the 1,000 tokens", np.array_equal(np.load(npy, mmap_mode="r"), val[:1000]), True)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### A batch: random windows, and `y` is `x` shifted by one
 #
 # A batch is `batch_size` windows at random starts; the targets `y` are the inputs `x`
@@ -85,14 +85,14 @@ def get_batch_simple(data, batch_size, seq_len, device, generator=None):
     y = torch.from_numpy(data[index + 1].astype(np.int64))  # one token further on
     return x.to(device), y.to(device)
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S29"]
+# %% slideshow={"slide_type": "slide"} tags=["claim-S29"]
 x, y = get_batch_simple(val, 4, 8, device, generator=torch.Generator().manual_seed(0))
 print("x[0]:", x[0].tolist())
 print("y[0]:", y[0].tolist())
 check("x and y: int64, (batch_size, seq_len)", (x.dtype, y.dtype, tuple(y.shape)), (torch.int64, torch.int64, (4, 8)))
 check("y is x shifted by one token", torch.equal(x[:, 1:], y[:, :-1]), True)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # > **The notes say** `starts = torch.randint(len(data) - seq_len - 1, (batch_size,))` (§6).
 # > **In fact** `torch.randint(high, ...)` draws from 0 to `high - 1` (its docs: `high` is
 # > "one above the highest integer to be drawn"), so the last valid window is never drawn,
@@ -107,7 +107,7 @@ check("starts the notes' randint draws", sorted(set(notes_starts.tolist())), [0,
 check("starts get_batch_simple draws", sorted(set(x_simple[:, 0].tolist())), [0, 1, 2, 3, 4, 5])
 err = check("the notes' randint with one valid window (5 tokens)", lambda: torch.randint(5 - 4 - 1, (1,)), raises=RuntimeError)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **Predict, then measure: can the sampler keep up?** The run of exercise E3.1 (GPT-2 small
 # on 8 H100s) consumes 2.0M tokens/s. One `get_batch_simple` call gathers, widens and moves
 # a batch to the device; a fixed per-call cost weighs most on small batches:
@@ -122,7 +122,7 @@ tokens_per_s = {b: b * 1024 / time_fn(get_batch_simple, train, b, 1024, device, 
 measured("get_batch_simple, a batch of 64 x 1024", tokens_per_s[64] / 1e6, "M tokens/s")
 assert tokens_per_s[64] > 2e6, tokens_per_s  # one sampler call out-paces 8 GPUs
 
-# %% caption="Tokens per second of get_batch_simple against batch size, measured here, against the 2.0M tokens/s an 8-H100 run consumes." slideshow={"slide_type": "subslide"}
+# %% caption="Tokens per second of get_batch_simple against batch size, measured here, against the 2.0M tokens/s an 8-H100 run consumes." slideshow={"slide_type": "slide"}
 fig, ax = plt.subplots(figsize=(10, 3.0), layout="constrained")
 ax.plot(BATCHES, [t / 1e6 for t in tokens_per_s.values()], "o-", lw=2.5, label="get_batch_simple, measured here")
 ax.axhline(2.0, color="0.3", ls="--", label="what 8 H100s consume (E3.1): 2.0M tokens/s")
@@ -597,7 +597,7 @@ measured("vectorised throughput", 64 * 1024 / t_ours / 1e6, "M tokens/s")
 # - Ask the room: on one stream, can the copy of batch 2 run during the matmuls of batch 1?
 # - On a CPU the cell is skipped: show docs/gpu/reference.md.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # > **The notes say** (§6.1) the copy "can overlap with compute", the GPU computing on this
 # > batch while the next is transferred. **In fact** `non_blocking=True` frees the *host*:
 # > the CPU prepares the next batch while the GPU works. On the GPU, work on one stream runs
@@ -620,7 +620,7 @@ def call_and_copy_seconds(dst, src):
     torch.cuda.synchronize()
     return call, time.perf_counter() - start
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S30"]
+# %% slideshow={"slide_type": "slide"} tags=["claim-S30"]
 COPY_BYTES = 256 * 2**20
 if cuda_only(device, "timing when a non_blocking copy returns"):
     pageable = torch.ones(COPY_BYTES // 4)  # float32 in ordinary host memory

@@ -16,7 +16,7 @@
 # # 07 · Optimizers: update rules, and the memory they cost
 #
 # The lecture's core path for §7.1–§7.2 (about 15 minutes to read); each section ends in a
-# collapsed "Going deeper" part. A `✓` line is an assertion.
+# "Going deeper" part. A `✓` line is an assertion.
 
 # %%
 from lecture_utils import setup; device = setup()
@@ -43,7 +43,7 @@ import torch
 from lecture_utils import check
 from lecture_utils.optim import descend  # descend(optimizer_class, grad, start, steps, **hyper): the points visited
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "slide"}
 # @save lecture_utils/optim.py
 class UpdateRule(torch.optim.Optimizer):
     # What the six share: each parameter with a gradient gets `update`, with its own `state`
@@ -59,7 +59,7 @@ class UpdateRule(torch.optim.Optimizer):
         return loss
 
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "slide"}
 # @save lecture_utils/optim.py
 class SGD(UpdateRule):
     def __init__(self, params, lr=1e-3, weight_decay=0.0):
@@ -82,7 +82,7 @@ class Momentum(UpdateRule):
         p -= lr * b  # theta <- theta - lr b
 
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "slide"}
 # @save lecture_utils/optim.py
 class AdaGrad(UpdateRule):  # a step size per coordinate: divide by the root of a sum of g^2
     def __init__(self, params, lr=1e-2, eps=1e-10, weight_decay=0.0):
@@ -108,12 +108,12 @@ class RMSProp(UpdateRule):  # ... or of a moving average of g^2
         p -= lr * g / (s.sqrt() + eps)  # theta <- theta - lr g / (sqrt(s) + eps)
 
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # Adam averages $g$ and $g^2$ and corrects both for their start at 0: after one step
 # $m = 0.1\,g$ and $v = 0.001\,g^2$, divided by $1-\beta^t$ exactly $g$ and $g^2$. AdamW
 # first shrinks $\theta$ by $\eta\lambda\theta$.
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "slide"}
 # @save lecture_utils/optim.py
 class Adam(UpdateRule):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
@@ -139,7 +139,7 @@ class AdamW(Adam):
         p *= 1 - lr * weight_decay  # theta <- theta - lr lambda theta, outside the gradient
         super().update(p, g, state, lr=lr, weight_decay=0.0, **hyper)  # then Adam, without L2
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S31"]
+# %% slideshow={"slide_type": "slide"} tags=["claim-S31"]
 # Ours against torch.optim, 100 steps of a least-squares fit (tests/test_optim.py: 1,000 steps
 # of a small network, with L2 and other betas too). descend (lecture_utils.optim) runs an
 # optimizer from `start` with the gradient grad(theta) and returns every point it visits.
@@ -150,7 +150,7 @@ TWINS = {SGD: (torch.optim.SGD, {}), Momentum: (torch.optim.SGD, {"momentum": 0.
 for ours, (theirs, hyper) in TWINS.items():
     check(f"{ours.__name__} takes torch.optim.{theirs.__name__}'s 100 steps{' (momentum 0.9)' * bool(hyper)}",
           descend(ours, *fit, lr=0.01, **hyper), descend(theirs, *fit, lr=0.01, **hyper), rel=1e-9)
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ### Adam + L2 versus AdamW: who gets regularised?
 #
 # The notes: L2 inside Adam is divided by $\sqrt{\hat v}$, so weights with large gradients
@@ -466,7 +466,7 @@ def state_bytes(optimizer):  # bytes of every tensor the optimizer keeps in `opt
                if isinstance(t, torch.Tensor))
 
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S33", "claim-S4"]
+# %% slideshow={"slide_type": "slide"} tags=["claim-S33", "claim-S4"]
 model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128)).to(device)
 params = list(model.parameters())  # every tensor a multiple of 512 bytes: the CUDA allocator's rounding
 model(torch.randn(32, 128).to(device)).pow(2).mean().backward()  # gradients, then one step of each optimizer
@@ -486,7 +486,7 @@ ledger = {"weights": param_bytes / n, "gradients": sum(p.grad.nbytes for p in pa
 check("fp32 AdamW, measured bytes per parameter", ledger, {"weights": 4, "gradients": 4, "m and v": 8})
 check("the 16 bytes per parameter over the parameter's own 4: the notes' 4x", sum(ledger.values()) / ledger["weights"], 4.0)
 
-# %% caption="Training state per parameter for each optimizer, measured after one step: weights, gradients, and the optimizer's state." slideshow={"slide_type": "subslide"}
+# %% caption="Training state per parameter for each optimizer, measured after one step: weights, gradients, and the optimizer's state." slideshow={"slide_type": "slide"}
 fig, ax = plt.subplots(figsize=(10, 2.6), layout="constrained")
 names = list(copies)
 ax.bar(names, [4] * len(names), label="weights (fp32)", color="C0")
@@ -603,7 +603,7 @@ if cuda_only(device, "the peak memory of torch.optim.AdamW's step(): for-loop, f
 #
 # - Write 2 + 2 + K/G on the board for stage 1; ask the room what stage 3 divides by G.
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S33"]
+# %% slideshow={"slide_type": "slide"} tags=["claim-S33"]
 from fractions import Fraction
 
 
@@ -617,7 +617,7 @@ def zero_bytes_per_gpu(n, gpus, stage, param=2, grad=2, k=12):
 check("7.5B parameters on 64 GPUs, GB per GPU at stages 0-3 (the paper's Figure 1)",
       [round(float(zero_bytes_per_gpu(7_500_000_000, 64, s)) / 1e9, 1) for s in range(4)], [120.0, 31.4, 16.6, 1.9])
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **Compressing.** 8-bit Adam (Dettmers et al., 2022) stores $m$, $v$ as 1-byte codes, one
 # fp32 scale per block of 2048. Adafactor (Shazeer & Stern, 2018) keeps one average of
 # $g^2$ per row and per column of a matrix, and no $m$:

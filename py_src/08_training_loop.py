@@ -15,7 +15,7 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 08 · The training loop: six lines, and what production adds to them
 #
-# §8 of the notes: the core path (about 17 minutes), then collapsed "Going deeper" parts.
+# §8 of the notes: the core path (about 17 minutes), then "Going deeper" parts.
 # Checked runs are on the CPU (the same outputs anywhere); the timed one on your device.
 
 # %%
@@ -51,7 +51,7 @@ train_data = load_tokens(data_dir() / "tokens" / "train.bin")
 CPU, tiny = torch.device("cpu"), get_config("tiny")  # every run here is on the CPU
 batch_size, seq_len, vocab_size = 8, 64, tiny.vocab_size  # tiny: 2 layers, width 64
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "slide"}
 def train(model, optimizer, generator, steps, device=CPU):  # generator: the sampler's (None: torch's global one)
     losses = []
     for _ in progress(range(steps), desc="training"):  # a bar while it runs, none in the stored output
@@ -75,14 +75,14 @@ check("the loss fell by more than 1.5 nats in 30 steps", losses[0] - losses[-1] 
 optimizer.zero_grad(set_to_none=True)
 check("zero_grad(set_to_none=True): every .grad is None, not zeros", {p.grad for p in model.parameters()}, {None})
 
-# %% caption="Training loss of the six-line loop over its 30 steps, from log(8192), a uniform guess." slideshow={"slide_type": "subslide"}
+# %% caption="Training loss of the six-line loop over its 30 steps, from log(8192), a uniform guess." slideshow={"slide_type": "slide"}
 fig, ax = plt.subplots(figsize=(10, 3), layout="constrained")
 ax.plot(range(1, len(losses) + 1), losses, "o-", lw=2.5)
 ax.axhline(math.log(vocab_size), color="0.4", ls=":")
 ax.set(xlabel="step", ylabel="training loss (nats)", title="the loop above; dotted: log(8192), a uniform guess")
 plt.show()
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # `set_to_none=True` frees each `.grad` instead of zeroing it: one memory write fewer, and
 # the next `backward()` assigns instead of adding.
 #
@@ -367,7 +367,7 @@ check("one batch of 8 or two micro-batches of 4: the same mean loss and gradient
 #
 # - Ask the room: which of the five sources can a seed not fix?
 
-# %% slideshow={"slide_type": "subslide"}
+# %% slideshow={"slide_type": "slide"}
 def fresh(seed, deterministic=False):  # what a new process builds: model, optimizer, data sampler
     seed_all(seed, deterministic)  # deterministic=True: also use_deterministic_algorithms(True)
     model = GPT(tiny)
@@ -442,7 +442,7 @@ check("use_deterministic_algorithms(False) turned them off again (the flag is gl
 #
 # - Ask the room: what does the notes' checkpoint leave out? For which samplers does it matter?
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # > **The notes say** (§8.2) save the RNG state: `torch.get_rng_state()`. **In fact** that
 # > is only torch's default CPU generator
 # > ([torch.get_rng_state](https://pytorch.org/docs/stable/generated/torch.get_rng_state.html)).
@@ -466,7 +466,7 @@ step = load_checkpoint(workdir / "checkpoint.pt", model, optimizer, generator=ge
 check("save_checkpoint: steps 6-10 after the resume are bitwise the uninterrupted run's",
       (step, train(model, optimizer, generator, 5) == losses[5:]), (5, True))
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S37"]
+# %% slideshow={"slide_type": "slide"} tags=["claim-S37"]
 model, optimizer, _ = fresh(0)  # the notes' loop: its sampler reads torch's global generator
 notes_losses = train(model, optimizer, None, 5)
 torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": 5,
@@ -642,7 +642,7 @@ with torch.autocast("cpu", dtype=torch.bfloat16):
     loss = F.cross_entropy(h, targets)
 check("under autocast: matmul in bf16, loss in fp32", (h.dtype, loss.dtype), (torch.bfloat16, torch.float32))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # fp16 has 5 exponent bits: below $3 \times 10^{-8}$ a number rounds to 0. *Loss scaling*
 # multiplies the loss by $2^k$ and divides the gradients back; bf16 has fp32's 8 exponent
 # bits and needs none. A gradient of $10^{-8}$:
@@ -657,7 +657,7 @@ check("fp16: the gradient underflows to 0", grads[torch.float16, 1].abs().max().
 check("fp16, loss scaled by 2^14: it survives", grads[torch.float16, 2**14], torch.full((4,), 1e-8), rel=2e-3)
 check("bf16, no scaling: it survives", grads[torch.bfloat16, 1], torch.full((4,), 1e-8), rel=1e-2)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "slide"}
 # FP8 (Hopper, Ada and later GPUs) goes further, with scale factors ("Going deeper").
 # Memory (§1.2): the notes' 2 + 2 + 4 + 4 + 4 = 16 bytes has the optimizer read bf16
 # gradients (ZeRO). Cast them to fp32 for the step and drop the bf16 ones (Megatron-LM):
@@ -854,7 +854,7 @@ def forward_that_runs_out_of_memory(x):  # a GPU too small to train on more than
 
 trainer.parts.model.forward = forward_that_runs_out_of_memory
 
-# %% slideshow={"slide_type": "subslide"} tags=["claim-S35"]
+# %% slideshow={"slide_type": "slide"} tags=["claim-S35"]
 records = trainer.run()
 check("out of memory: micro-batches of 4, two per step", (trainer.parts.batches.micro, trainer.parts.batches.accum), (4, 2))
 check("validation at steps", [r["step"] for r in records if "val_loss" in r], [5, 10, 15])

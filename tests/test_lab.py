@@ -7,6 +7,7 @@ first slide.
 One server for the module. `make lab` runs in its own process group, which the fixture kills
 at the end after shutting down the kernels (they run in sessions of their own)."""
 
+import contextlib
 import json
 import os
 import re
@@ -46,7 +47,14 @@ def _get(port: int, path: str, method: str = "GET"):
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("lab")
+    with running_lab(ROOT, tmp_path_factory.mktemp("lab")) as port:
+        yield port
+
+
+@contextlib.contextmanager
+def running_lab(checkout: Path, tmp: Path):
+    """`make lab` run in ``checkout``, its state in ``tmp``; the server's port. Also used by
+    tests/test_presenting.py, on a copy of the checkout."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS"))}
     # Lab's per-user state goes to a temporary folder: a user who once answered the news
@@ -58,7 +66,7 @@ def lab(tmp_path_factory):
     proc = subprocess.Popen(
         ["make", "lab", f"LAB_ARGS=--no-browser --port {port} --ip=127.0.0.1 "
                         f"--IdentityProvider.token={TOKEN}"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        cwd=checkout, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         # Generous: a stale .venv stamp makes `make lab` reinstall first.
         deadline = time.monotonic() + 300

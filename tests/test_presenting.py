@@ -1,0 +1,182 @@
+"""Presenting a notebook live, as README "Presenting" tells a presenter to (issue 28, §3): in
+JupyterLab (`make lab`), open notebook 03, press Alt+R; Lab runs every cell on the notebook's
+kernel, then opens the RISE slideshow beside it and offers full screen. Then → walks every
+slide in order, a cell in the middle of the deck ("About 144 days") runs again on that kernel
+(no NameError: the cells before it have run), the fonts are room-sized (notebooks/rise.css) and
+no Going-deeper content is on a slide.
+
+RISE saves the notebook before it opens the slideshow, so the server runs in a copy of the
+checkout (its .venv linked): presenting never writes the checkout's notebooks."""
+
+import contextlib
+import shutil
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from test_lab import CHROMIUM, SCREENSHOTS, TOKEN, running_lab
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = "03_flops_and_mfu"
+MID_DECK = "total_flops = 6 * 70e9 * 15e12"  # the code cell of the slide "About 144 days"
+# The static decks' sizes at 1280x720 (docs/slides/deck.html.j2): text 20 px, code 19 px.
+TEXT_PX, CODE_PX = 20, 19
+
+pytestmark = [pytest.mark.site,
+              pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no {CHROMIUM} (apt-get install chromium)")]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("present")
+    checkout = tmp / "checkout"
+    (checkout / "notebooks").mkdir(parents=True)
+    (checkout / "py_src").mkdir()
+    for name in ["Makefile", "pyproject.toml", "constraints.txt", "notebooks.txt", "jupytext.toml"]:
+        shutil.copy2(ROOT / name, checkout / name)  # copy2: the .venv stamp stays newer
+    shutil.copytree(ROOT / "jupyter", checkout / "jupyter")
+    for path in [f"notebooks/{NOTEBOOK}.ipynb", f"py_src/{NOTEBOOK}.py", "notebooks/rise.css"]:
+        shutil.copy2(ROOT / path, checkout / path)
+    (checkout / ".venv").symlink_to(ROOT / ".venv")
+    with running_lab(checkout, tmp) as port:
+        yield port
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    yield context.new_page()
+    context.close()
+
+
+def rise_frame(page):
+    for frame in page.frames:
+        if "/rise/" in frame.url:
+            return frame
+    return None
+
+
+PRESENT = "() => document.querySelector('.reveal .slides section.present[id^=\"slide-\"]')?.id"
+
+
+def test_alt_r_runs_the_notebook_then_presents_it_and_every_cell_runs_in_order(lab, page):
+    css = {}
+    page.on("response", lambda r: css.__setitem__(r.url.split("?")[0], r.status) if r.url.split("?")[0].endswith(".css")
+            and "/files/" in r.url else None)
+    page.goto(f"http://127.0.0.1:{lab}/lab/tree/notebooks/{NOTEBOOK}.ipynb?token={TOKEN}")
+    # the notebook open, its kernel started and idle (README: the status bar says Idle). The
+    # execution indicator alone says idle before there is a kernel ("No Kernel"): an Alt+R then
+    # runs nothing, and a slide's cell meets a fresh kernel (NameError).
+    page.wait_for_function("""() => document.querySelector('.jp-NotebookPanel .jp-Toolbar-kernelName')
+        ?.innerText.includes('pytorch-resource-accounting')
+        && document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status === 'idle'""",
+                           timeout=120_000)
+    page.locator(".jp-NotebookPanel .jp-MarkdownCell").first.click()
+    page.keyboard.press("Escape")  # README: click a cell, press Esc (command mode), then Alt+R
+    page.keyboard.press("Alt+r")
+    # Lab runs every cell first (the kernel busy), then opens the slideshow and offers full screen
+    page.locator(".jp-Dialog .jp-mod-accept").click(timeout=300_000)
+    page.wait_for_function("() => [...document.querySelectorAll('iframe')].some(f => f.src.includes('/rise/'))")
+    frame = None
+    for _ in range(600):
+        frame = rise_frame(page)
+        if frame is not None and frame.evaluate("() => !!document.querySelector('.reveal.ready')"):
+            break
+        page.wait_for_timeout(100)
+    assert frame is not None, "no RISE slideshow opened"
+    frame.wait_for_function(PRESENT, timeout=60_000)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "rise-live.png")
+
+    # → walks every slide in order (the ids RISE gives them: slide-h-v)
+    slides = frame.evaluate("() => [...document.querySelectorAll('.reveal .slides section[id^=\"slide-\"]')].map(s => s.id)")
+    frame.locator(".reveal .slides section.present h1").first.click()  # focus the slideshow
+    seen, deeper = [frame.evaluate(PRESENT)], []
+    for _ in range(len(slides) + 2):  # two presses past the end: nothing more
+        page.keyboard.press("ArrowRight")
+        # One press, one slide: wait for it to move before the next press (a slide with math
+        # and outputs takes a second to lay out on 2 cores, and presses made meanwhile queue up).
+        with contextlib.suppress(PlaywrightTimeout):
+            frame.wait_for_function(f"(before) => ({PRESENT})() !== before", arg=seen[-1], timeout=5_000)
+        now = frame.evaluate(PRESENT)
+        if now != seen[-1]:
+            seen.append(now)
+        deeper += frame.evaluate(r"""() => {
+          const slide = document.querySelector('.reveal .slides section.present[id^="slide-"]');
+          const shown = e => e.checkVisibility({visibilityProperty: true}) && e.getClientRects().length;
+          return [...slide.querySelectorAll('h1, h2, h3, h4, .jp-showHiddenCellsButton')].filter(shown)
+            .map(e => e.textContent.trim()).filter(t => /^Going deeper|cells? hidden/.test(t))
+            .map(t => slide.id + ': ' + t.slice(0, 60));
+        }""")
+    assert seen == slides, f"→ visited {len(seen)} of {len(slides)} slides: {seen}"
+    assert not deeper, f"Going-deeper content on a live slide: {deeper}"
+
+    # back to "About 144 days", and Shift+Enter on its cell: it runs on the kernel Lab ran
+    target = frame.evaluate("(code) => [...document.querySelectorAll('.reveal .slides section[id^=\"slide-\"]')]"
+                            ".find(s => s.textContent.includes(code))?.id", MID_DECK)
+    assert target, f"no slide holds {MID_DECK!r}"
+    while frame.evaluate(PRESENT) != target:
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_timeout(250)
+    cell = frame.locator(".jp-CodeCell", has_text=MID_DECK)
+    before = cell.locator(".jp-InputPrompt").inner_text()
+    cell.locator(".jp-InputPrompt").click()  # select it in command mode
+    page.keyboard.press("Shift+Enter")
+    frame.wait_for_function("(before) => { const p = [...document.querySelectorAll('.jp-CodeCell')]"
+                            f".find(c => c.textContent.includes({MID_DECK!r})).querySelector('.jp-InputPrompt').textContent;"
+                            " return /\\[\\d+\\]/.test(p) && p !== before; }", arg=before, timeout=60_000)
+    output = cell.locator(".jp-OutputArea").inner_text()
+    page.screenshot(path=SCREENSHOTS / "rise-live-run.png")
+    assert "Error" not in output and "Traceback" not in output, output[:500]
+    assert "✓" in output, output[:500]
+
+    # room-sized fonts: notebooks/rise.css was found and applied
+    assert [status for url, status in css.items() if url.endswith("/notebooks/rise.css")] == [200], css
+    sizes = frame.evaluate("""(code) => {
+      const slide = document.querySelector('.reveal .slides section.present[id^="slide-"]');
+      const px = sel => [...slide.querySelectorAll(sel)].filter(e => e.getClientRects().length)
+        .map(e => parseFloat(getComputedStyle(e).fontSize));
+      return {text: px('.jp-RenderedMarkdown p'), code: px('.jp-CodeCell .cm-content'), out: px('.jp-OutputArea-output pre')};
+    }""", MID_DECK)
+    assert sizes["text"] and min(sizes["text"]) >= TEXT_PX, sizes
+    assert sizes["code"] and min(sizes["code"]) >= CODE_PX, sizes
+    assert sizes["out"] and min(sizes["out"]) >= CODE_PX, sizes
+
+
+def test_readme_presenting_steps_are_the_ones_this_test_takes():
+    """The steps above, in README's order, in both READMEs."""
+    for readme, heading in [("README.md", "## Presenting"), ("README.zh-CN.md", "## 讲授")]:
+        text = (ROOT / readme).read_text(encoding="utf-8").split(heading, 1)[1].split("\n## ", 1)[0]
+        text = " ".join(text.split())  # README's line breaks
+        steps = ["make lab", "03_flops_and_mfu.ipynb", "Idle", "Esc", "Alt+R", "Ok", "→", "Shift+Enter", "notebooks/rise.css"]
+        if readme == "README.md":
+            steps[5:5] = ["runs every cell", "full screen"]
+        at = [text.find(step) for step in steps]
+        assert -1 not in at, f"{readme}: no {steps[at.index(-1)]!r} in its presenting steps"
+        assert at == sorted(at), f"{readme}: the presenting steps are out of order: {steps}"
+
+
+def test_the_key_overrides_replace_real_lab_shortcuts_and_keep_them_outside_the_slideshow():
+    """jupyter/labconfig/default_setting_overrides.json: each shortcut it disables is one Lab or
+    RISE really binds (keys and selector, as their schemas state: else it disables nothing after
+    an upgrade), Alt+R becomes run-all-then-present, and the heading keys ← and → (Lab's "move to
+    the heading above/below") stay bound everywhere but in the slideshow, where reveal.js needs
+    them: in RISE they moved the selection, and RISE the slide, two sections at a time."""
+    import json
+    import sys
+
+    share = Path(sys.prefix) / "share" / "jupyter"  # Lab's schemas, and each extension's
+    bound = [s for path in [*share.glob("lab/schemas/**/*.json"), *share.glob("labextensions/*/schemas/**/*.json")]
+             for s in json.loads(path.read_text(encoding="utf-8")).get("jupyter.lab.shortcuts", [])]
+    overrides = json.loads((ROOT / "jupyter" / "labconfig" / "default_setting_overrides.json").read_text())
+    shortcuts = overrides["@jupyterlab/shortcuts-extension:shortcuts"]["shortcuts"]
+    disabled = [s for s in shortcuts if s.get("disabled")]
+    assert {s["command"] for s in disabled} == {"RISE:preview", "notebook:move-cursor-heading-below-or-expand",
+                                                "notebook:move-cursor-heading-above-or-collapse"}
+    for off in disabled:
+        real = {k: off[k] for k in ("command", "keys", "selector")}
+        assert real in [{k: s.get(k) for k in real} for s in bound], f"Lab binds no {real}"
+        if off["command"] != "RISE:preview":
+            assert {**real, "selector": real["selector"] + ":not(.reveal *)"} in shortcuts
+    [alt_r] = [s for s in shortcuts if s["keys"] == ["Alt R"] and not s.get("disabled")]
+    assert alt_r["args"]["commands"] == ["notebook:run-all-cells", "RISE:preview"]
