@@ -11,6 +11,13 @@ lists the lectures (page, deck, .ipynb download: the notebook as in notebooks/) 
 the README's map to the notebook headings. MathJax 3 comes from npm (scripts/vendor.py):
 every page works from file:// with no network.
 
+Two editions (EDITIONS): the English site in OUT from the notebooks given, and the Chinese
+one in OUT/zh/ (Sphinx ``language = "zh_CN"``) from notebooks/zh/ (each notebook's ``zh/``
+twin, written by `make zh`) and README.zh-CN.md; the Chinese index's own text is translated by
+docs/site/locale/zh_CN/LC_MESSAGES/index.po (Sphinx's gettext). Every page links to the same
+page of the other edition (relative, so it works from file://), and each edition's search
+finds its own words (Chinese through jieba, which Sphinx's zh search splits words with).
+
 What both builders share lives here: the setup cell, each cell's role and its view on
 the site and in a deck (VIEWS), a notebook's title and a figure's alt text.
 """
@@ -24,6 +31,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -39,11 +47,47 @@ SITE_PROJECT = ROOT / "docs" / "site"
 # loads on demand (extensions, fonts, menu, a11y); not its other bundles or Node code.
 MATHJAX_PARTS = ["tex-chtml.js", "input/tex/extensions", "output/chtml/fonts/woff-v2", "ui", "a11y", "sre"]
 MAP_HEADING = "## Map: lecture notes to notebooks"
-NOTEBOOK_LINK = re.compile(r"\[([^\]]*)\]\(notebooks/([^)]+\.ipynb)\)")
+# A README's link to a notebook: notebooks/NN_topic.ipynb, or its edition's notebooks/zh/NN_topic.ipynb.
+NOTEBOOK_LINK = re.compile(r"\[([^\]]*)\]\(notebooks/(?:zh/)?([^)/]+\.ipynb)\)")
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 # A static page has no kernel to drive a widget (and its JS would come from a CDN).
 WIDGET_NOTE = ("*An interactive widget appears here when the notebook runs: download the "
                "notebook, or `make lab`.*")
+
+
+@dataclass(frozen=True)
+class Edition:
+    """One language of the site (and of the decks, scripts/build_slides.py)."""
+
+    language: str  # Sphinx's ``language``
+    folder: str  # where it is built, under the site's (and the decks') folder: "" or "zh"
+    html_lang: str  # the lang attribute of its pages, and of the link to them
+    name: str  # what the language switch that leads here says
+    readme: str  # the README whose map table the index shows
+    map_heading: str  # that table's heading
+    title: str  # the site's title (the sidebar's, the tab's)
+    show_solution: str
+    hide_solution: str
+    show_code: str  # MyST-NB's button over a collapsed cell ({type}: source, outputs, content)
+    hide_code: str
+    widget_note: str
+    slides: str  # the index's link to a lecture's deck
+
+    def notebook(self, english: Path) -> Path:
+        """This edition's copy of an English notebook: itself, or zh/ beside it (`make zh`)."""
+        return english.parent / self.folder / english.name if self.folder else english
+
+
+EDITIONS = {
+    "en": Edition("en", "", "en", "English", "README.md", MAP_HEADING, "PyTorch and resource accounting",
+                  "Show solution", "Hide solution", "Show code cell {type}", "Hide code cell {type}",
+                  WIDGET_NOTE, "slides"),
+    # The Chinese words are README.zh-CN.md's and the glossary's (locale/zh_CN/glossary.md).
+    "zh_CN": Edition("zh_CN", "zh", "zh-CN", "中文", "README.zh-CN.md", "## 对照表：讲义到 notebook",
+                     "PyTorch 与资源核算", "显示参考解答", "隐藏参考解答", "显示代码", "隐藏代码",
+                     "*notebook 运行时，这里会出现一个交互式 widget：下载 notebook，或运行 `make lab`。*",
+                     "幻灯片"),
+}
 
 
 # -- shared with scripts/build_slides.py ---------------------------------------------
@@ -117,8 +161,9 @@ def set_apart(source: str) -> str:
                      for part in parts if part.strip())
 
 
-def display_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of ``nb`` tagged for MyST-NB as the site shows it (VIEWS); ``nb`` is not changed."""
+def display_copy(nb: nbformat.NotebookNode, edition: Edition = EDITIONS["en"]) -> nbformat.NotebookNode:
+    """A copy of ``nb`` tagged for MyST-NB as the site shows it (VIEWS), in ``edition``'s
+    words; ``nb`` is not changed."""
     nb = copy.deepcopy(nb)
     setup = setup_cell(nb)
     for cell in nb.cells:
@@ -129,11 +174,11 @@ def display_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         elif VIEWS[kind][0]:
             meta["tags"] = [*meta.get("tags", []), VIEWS[kind][0]]
         if kind == "solution":
-            meta["mystnb"] = {"code_prompt_show": "Show solution", "code_prompt_hide": "Hide solution",
+            meta["mystnb"] = {"code_prompt_show": edition.show_solution, "code_prompt_hide": edition.hide_solution,
                               **meta.get("mystnb", {})}
         for out in cell.get("outputs", []):
             if WIDGET_MIME in out.get("data", {}):
-                out["data"] = {"text/markdown": WIDGET_NOTE}
+                out["data"] = {"text/markdown": edition.widget_note}
         if has_figure(cell):
             mystnb = meta.setdefault("mystnb", {})
             mystnb.setdefault("image", {})["alt"] = alt_text(cell)
@@ -144,21 +189,22 @@ def display_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 # -- the index page ------------------------------------------------------------------
 
-def lectures_markdown(names: list[str], titles: dict[str, str]) -> str:
-    """The numbered list of lectures (page, slide deck, notebook download), then the toctree."""
+def lectures_markdown(names: list[str], titles: dict[str, str], decks: str = "../slides",
+                      slides: str = "slides") -> str:
+    """The numbered list of lectures (page, slide deck in ``decks``, notebook download), then the toctree."""
     items = [f"{i}. [{titles[name]}]({name}) · "
-             f'<a class="deck-link" href="../slides/{Path(name).stem}.slides.html">slides</a> · '
+             f'<a class="deck-link" href="{decks}/{Path(name).stem}.slides.html">{slides}</a> · '
              f'<a class="ipynb-link" href="_sources/{name}" download>{name}</a>'
              for i, name in enumerate(names, 1)]
     toctree = ["```{toctree}", ":hidden:", ":maxdepth: 2", "", *(Path(n).stem for n in names), "```"]
     return "\n".join(items) + "\n\n" + "\n".join(toctree)
 
 
-def map_markdown(readme: str, names: list[str]) -> str:
-    """The README's map table, its notebook and heading cells linked into the pages."""
-    if MAP_HEADING not in readme:
-        raise ValueError(f"README has no {MAP_HEADING!r} section")
-    section = readme.split(MAP_HEADING, 1)[1].split("\n## ", 1)[0]
+def map_markdown(readme: str, names: list[str], heading: str = MAP_HEADING) -> str:
+    """The README's map table (under ``heading``), its notebook and heading cells linked into the pages."""
+    if heading not in readme:
+        raise ValueError(f"README has no {heading!r} section")
+    section = readme.split(heading, 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("|")]
     for i, row in enumerate(rows[2:], 2):  # after the header and its |---| line
         *cells, heading = [cell.strip() for cell in row.strip().strip("|").split(" | ")]
@@ -176,21 +222,23 @@ def map_markdown(readme: str, names: list[str]) -> str:
 
 # -- the build -----------------------------------------------------------------------
 
-def prepare_source(notebooks: list[Path], src: Path, readme: Path) -> None:
-    """Fill ``src`` with the Sphinx project: docs/site, display copies, index, MathJax."""
+def prepare_source(notebooks: list[Path], src: Path, readme: Path, edition: Edition = EDITIONS["en"]) -> None:
+    """Fill ``src`` with the Sphinx project of ``edition``: docs/site, display copies, index, MathJax."""
     shutil.copytree(SITE_PROJECT, src, ignore=shutil.ignore_patterns("__pycache__"))
     titles = {}
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
         try:
             titles[path.name] = notebook_title(nb)
-            nbformat.write(display_copy(nb), src / path.name)
+            nbformat.write(display_copy(nb, edition), src / path.name)
         except ValueError as e:
             raise ValueError(f"{path}: {e}") from None
     names = list(titles)
+    # this edition's decks: build/slides/<folder>, seen from build/site/<folder>
+    decks = "/".join([".."] * (1 + bool(edition.folder)) + ["slides"] + [edition.folder] * bool(edition.folder))
     index = (src / "index.md").read_text(encoding="utf-8")
-    for marker, text in [("lectures", lectures_markdown(names, titles)),
-                         ("map", map_markdown(readme.read_text(encoding="utf-8"), names))]:
+    for marker, text in [("lectures", lectures_markdown(names, titles, decks, edition.slides)),
+                         ("map", map_markdown(readme.read_text(encoding="utf-8"), names, edition.map_heading))]:
         tag = f"<!-- build_site: {marker} -->"
         if index.count(tag) != 1:
             raise ValueError(f"docs/site/index.md must hold {tag!r} exactly once")
@@ -202,14 +250,33 @@ def prepare_source(notebooks: list[Path], src: Path, readme: Path) -> None:
         (shutil.copytree if (es5 / part).is_dir() else shutil.copy2)(es5 / part, mathjax / part)
 
 
-def build_site(notebooks: list[Path], out: Path, readme: Path = ROOT / "README.md", jobs: str = "auto") -> int:
-    """Build the site into ``out``; Sphinx's exit status (0: built)."""
+def switch_to(edition: Edition) -> tuple[Edition, str]:
+    """The edition a page of ``edition`` links to, and the way there from ``edition``'s folder."""
+    other = EDITIONS["zh_CN" if edition.language == "en" else "en"]
+    up = "../" * len(Path(edition.folder).parts)
+    return other, up + (f"{other.folder}/" if other.folder else "")
+
+
+def sphinx_options(edition: Edition) -> list[str]:
+    """Sphinx's -D (configuration) and -A (template) options that make ``edition``'s build; conf.py
+    puts the language switch on every page from the lang_switch_* values."""
+    other, prefix = switch_to(edition)
+    config = {"language": edition.language, "html_title": edition.title,
+              "nb_code_prompt_show": edition.show_code, "nb_code_prompt_hide": edition.hide_code}
+    context = {"lang_switch_prefix": prefix, "lang_switch_name": other.name, "lang_switch_lang": other.html_lang}
+    return [*(f"-D{k}={v}" for k, v in config.items()), *(f"-A{k}={v}" for k, v in context.items())]
+
+
+def build_site(notebooks: list[Path], out: Path, readme: Path = ROOT / "README.md", jobs: str = "auto",
+               edition: Edition = EDITIONS["en"]) -> int:
+    """Build ``edition`` of the site from ``notebooks`` (that edition's) into ``out``; Sphinx's exit
+    status (0: built)."""
     notebooks = sorted(notebooks, key=lambda p: p.name)
     with tempfile.TemporaryDirectory(prefix="site-src-") as tmp:
         src = Path(tmp) / "src"
-        prepare_source(notebooks, src, readme)
+        prepare_source(notebooks, src, readme, edition)
         # -W: a warning (a map link to a missing heading, a bad cell option) fails the build.
-        status = build_main(["-b", "html", "-E", "-q", "-W", "--keep-going", "-j", jobs,
+        status = build_main(["-b", "html", "-E", "-q", "-W", "--keep-going", "-j", jobs, *sphinx_options(edition),
                              "-d", str(src / ".doctrees"), str(src), str(out)])
     if status == 0:  # downloads are the notebooks as in notebooks/, not the display copies
         for path in notebooks:
@@ -227,17 +294,26 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         print(f"build_site: not a notebook file: {', '.join(bad)}", file=sys.stderr)
         return 2
-    start = time.perf_counter()
-    try:
-        status = build_site(notebooks, args.out)
-    except (ValueError, vendor.VendorError) as e:
-        print(f"build_site: {e}", file=sys.stderr)
-        return getattr(e, "status", 1)
-    if status:
-        print(f"build_site: Sphinx failed (exit {status}); see the messages above", file=sys.stderr)
-        return 1
-    print(f"site: {len(notebooks)} notebook pages + index.html in {args.out} "
-          f"({time.perf_counter() - start:.1f} s)")
+    missing = [str(p) for p in map(EDITIONS["zh_CN"].notebook, notebooks) if not p.is_file()]
+    if missing:
+        print(f"build_site: no Chinese edition of a notebook (make zh writes it): {', '.join(missing)}",
+              file=sys.stderr)
+        return 2
+    for edition in EDITIONS.values():
+        start = time.perf_counter()
+        where = args.out / edition.folder
+        try:
+            status = build_site([edition.notebook(p) for p in notebooks], where, ROOT / edition.readme,
+                                edition=edition)
+        except (ValueError, vendor.VendorError) as e:
+            print(f"build_site: {e}", file=sys.stderr)
+            return getattr(e, "status", 1)
+        if status:
+            print(f"build_site: Sphinx failed (exit {status}) on the {edition.name} site; see the messages above",
+                  file=sys.stderr)
+            return 1
+        print(f"site ({edition.language}): {len(notebooks)} notebook pages + index.html in {where} "
+              f"({time.perf_counter() - start:.1f} s)")
     return 0
 
 

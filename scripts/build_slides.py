@@ -5,7 +5,9 @@ Usage: python scripts/build_slides.py [--out build/slides] [notebooks...]   (`ma
 Writes NN_topic.slides.html per notebook and index.html (a list of the decks), 1280x720,
 with nbconvert's reveal exporter and the templates in docs/slides/. The decks work
 offline from file://: reveal.js, require.js, jQuery and MathJax come from build/vendor/
-(scripts/vendor.py) by relative URLs.
+(scripts/vendor.py) by relative URLs. The Chinese decks, from each notebook's zh/ twin
+(notebooks/zh/, `make zh`), go to OUT/zh/ with their own index (docs/slides/index.zh_CN.html);
+each index links the other (build_site.EDITIONS).
 
 Slide structure is each cell's ``slideshow.slide_type``, as RISE presents it live in
 JupyterLab; a cell without one gets a default on a copy: `#`/`##` headings start a slide,
@@ -31,7 +33,16 @@ from nbconvert import SlidesExporter
 
 sys.path.insert(0, str(Path(__file__).parent))
 import vendor  # noqa: E402
-from build_site import VIEWS, alt_text, notebook_title, role, setup_cell  # noqa: E402
+from build_site import (  # noqa: E402
+    EDITIONS,
+    VIEWS,
+    Edition,
+    alt_text,
+    notebook_title,
+    role,
+    setup_cell,
+    switch_to,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
@@ -76,8 +87,9 @@ def slide_count(nb: nbformat.NotebookNode) -> int:
     return 1 + sum(t in ("slide", "subslide") for t in types[first + 1:])
 
 
-def exporter_for(out: Path, modules: Path) -> SlidesExporter:
-    """A reveal exporter whose decks in ``out`` load everything from ``modules`` (build/vendor)."""
+def exporter_for(out: Path, modules: Path, edition: Edition = EDITIONS["en"]) -> SlidesExporter:
+    """A reveal exporter whose decks in ``out`` load everything from ``modules`` (build/vendor),
+    in ``edition``'s language (<html lang>: docs/slides/deck.html.j2 picks the fonts by it)."""
     def url(*parts: str) -> str:  # relative to the deck: it opens from file:// and any web server
         return Path(os.path.relpath(modules, out.resolve()), *parts).as_posix()
 
@@ -89,13 +101,28 @@ def exporter_for(out: Path, modules: Path) -> SlidesExporter:
     exporter.jquery_url = url("jquery", "dist", "jquery.min.js")
     exporter.reveal_width, exporter.reveal_height = "1280", "720"
     exporter.reveal_theme = "white"  # "simple" and others @import Google Fonts: a CDN
+    exporter.language_code = edition.html_lang.split("-")[0]  # nbconvert takes ISO 639-1 only: zh
     return exporter
 
 
-def build_slides(notebooks: list[Path], out: Path) -> list[Path]:
-    """Write ``NN_topic.slides.html`` per notebook and ``index.html`` into ``out``; the decks."""
+def index_template(edition: Edition) -> Path:
+    """The deck index page of ``edition``: docs/slides/index.html, or index.<language>.html."""
+    return ROOT / "docs" / "slides" / ("index.html" if edition.language == "en" else f"index.{edition.language}.html")
+
+
+def switch_link(edition: Edition) -> str:
+    """The index's link to the other edition's index (build_site.switch_to)."""
+    other, prefix = switch_to(edition)
+    return (f'<p class="lang-switch"><a href="{prefix}index.html" hreflang="{other.html_lang}" '
+            f'lang="{other.html_lang}">{html.escape(other.name)}</a></p>')
+
+
+def build_slides(notebooks: list[Path], out: Path, edition: Edition = EDITIONS["en"],
+                 switch: bool = False) -> list[Path]:
+    """Write ``NN_topic.slides.html`` per notebook and ``index.html`` into ``out``; the decks.
+    ``switch``: the index links the other edition's index (main builds both)."""
     out.mkdir(parents=True, exist_ok=True)
-    exporter = exporter_for(out, vendor.install())
+    exporter = exporter_for(out, vendor.install(), edition)
     decks, items = [], []
     for path in sorted(notebooks, key=lambda p: p.name):
         nb = nbformat.read(path, as_version=4)
@@ -109,9 +136,10 @@ def build_slides(notebooks: list[Path], out: Path) -> list[Path]:
         decks.append(deck)
         items.append(f'<li><a href="{html.escape(deck.name)}">{html.escape(title)}</a> '
                      f'(<a class="pdf-link" href="{html.escape(deck.name)}?print-pdf">PDF</a>)</li>')
-    index = (ROOT / "docs" / "slides" / "index.html").read_text(encoding="utf-8")
-    (out / "index.html").write_text(index.replace("<!-- build_slides: decks -->", "\n".join(items)),
-                                    encoding="utf-8")
+    index = index_template(edition).read_text(encoding="utf-8")
+    index = index.replace("<!-- build_slides: decks -->", "\n".join(items))
+    index = index.replace("<!-- build_slides: switch -->", switch_link(edition) if switch else "")
+    (out / "index.html").write_text(index, encoding="utf-8")
     return decks
 
 
@@ -137,13 +165,21 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{stem}: {count} slides")
         print(f"total: {sum(counts.values())} slides")
         return 0
-    start = time.perf_counter()
-    try:
-        decks = build_slides(notebooks, args.out)
-    except (ValueError, vendor.VendorError) as e:
-        print(f"build_slides: {e}", file=sys.stderr)
-        return getattr(e, "status", 1)
-    print(f"slides: {len(decks)} decks and index.html in {args.out} ({time.perf_counter() - start:.1f} s)")
+    missing = [str(p) for p in map(EDITIONS["zh_CN"].notebook, notebooks) if not p.is_file()]
+    if missing:
+        print(f"build_slides: no Chinese edition of a notebook (make zh writes it): {', '.join(missing)}",
+              file=sys.stderr)
+        return 2
+    for edition in EDITIONS.values():
+        start = time.perf_counter()
+        where = args.out / edition.folder
+        try:
+            decks = build_slides([edition.notebook(p) for p in notebooks], where, edition, switch=True)
+        except (ValueError, vendor.VendorError) as e:
+            print(f"build_slides: {e}", file=sys.stderr)
+            return getattr(e, "status", 1)
+        print(f"slides ({edition.language}): {len(decks)} decks and index.html in {where} "
+              f"({time.perf_counter() - start:.1f} s)")
     return 0
 
 

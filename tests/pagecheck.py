@@ -7,7 +7,8 @@ error; an error logged to the console (other than a file that failed to load, re
 above); math left unrendered in the visible text (`$...$`, `$$`, `\\(`, `\\[`) outside
 code, after MathJax has finished; an exercise solution's output (a cell tagged `solution`)
 visible before a click; an image that does not decode or has no alt text; a local link or
-#anchor that does not resolve. A deck (`*.slides.html`) must also start reveal.js, and every
+#anchor that does not resolve; a character drawn as a box (tofu: no installed font has its glyph,
+as Chinese text is without a CJK font such as Debian's fonts-noto-cjk). A deck (`*.slides.html`) must also start reveal.js, and every
 slide, visited with `Reveal.slide(h, v)`, must fit 1280x720 with its math rendered and no
 box on it that scrolls or clips its content (the decks wrap long lines instead), and no line
 of code or output broken inside a word that would fit on a line ('bf1' / '6').
@@ -124,6 +125,44 @@ function brokenWords(root) {
   }
   return found;
 }
+// Characters of the text under root that no font of their element draws: each is drawn on a
+// canvas in its element's font and compared with a code point no font has (U+10FFFD, drawn as
+// the font's .notdef box); a visible character that draws nothing is one too (a blank .notdef).
+function tofu(root) {
+  const canvas = document.createElement('canvas');
+  canvas.width = canvas.height = 48;
+  const ctx = canvas.getContext('2d', {willReadFrequently: true});
+  const drawn = (ch, font) => {
+    ctx.clearRect(0, 0, 48, 48);
+    ctx.font = font;
+    ctx.textBaseline = 'middle';
+    ctx.fillText(ch, 4, 24);
+    return ctx.getImageData(0, 0, 48, 48).data.join(',');
+  };
+  const invisible = /[\s\p{M}\p{Cf}\u00ad]/u;  // spaces, combining marks, format characters
+  const byFont = new Map();  // font -> set of non-ASCII characters shown in it
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const p = n.parentElement;
+    if (!p || p.closest('script, style, .MathJax, mjx-container, .MJX_Assistive_MathML')) continue;
+    const cs = getComputedStyle(p);
+    const font = `${cs.fontStyle} ${cs.fontWeight} 32px ${cs.fontFamily}`;
+    for (const ch of n.data) {
+      if (ch.codePointAt(0) < 0x80 || invisible.test(ch)) continue;
+      if (!byFont.has(font)) byFont.set(font, new Set());
+      byFont.get(font).add(ch);
+    }
+  }
+  const found = new Set();
+  for (const [font, chars] of byFont) {
+    const box = drawn('\u{10FFFD}', font), blank = drawn('', font);
+    for (const ch of chars) {
+      const px = drawn(ch, font);
+      if (px === box || px === blank) found.add(ch);
+    }
+  }
+  return [...found];
+}
 function label(el) {
   const h = el.querySelector('h1, h2, h3, h4, h5, h6');
   return ((h || el).textContent || '').replace(/¶/g, '').replace(/\s+/g, ' ').trim().slice(0, 50);
@@ -152,7 +191,8 @@ async () => {
   const links = [...document.querySelectorAll('a[href]')].map(a => a.href)
     .filter(h => h.startsWith('file:'));
   const ids = [...document.querySelectorAll('[id], a[name]')].map(e => e.id || e.name);
-  return {raw: rawMath(document.body), images, solutions, links, ids};
+  await document.fonts.ready;
+  return {raw: rawMath(document.body), images, solutions, links, ids, tofu: tofu(document.body)};
 }
 """
 
@@ -216,6 +256,10 @@ def problems(context: BrowserContext, path: Path, screenshot: Path | None = None
         out += [f"solution output visible without a click: '{s}'" for s in found["solutions"]]
         out += image_problems(found["images"])
         out += link_problems(found["links"], path, found["ids"])
+        if found["tofu"]:
+            chars = "".join(found["tofu"][:20])
+            out.append(f"{len(found['tofu'])} character(s) drawn as a box (tofu: no installed font has them): "
+                       f"'{chars}'")
         if deck and not started:
             out.append("Reveal not initialised (reveal.js missing or failed)")
         elif deck:

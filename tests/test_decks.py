@@ -1,6 +1,6 @@
 """The static decks as the README states them (issue 28, §4, §3 and §5): each deck's number of
 slides in the README's notebook table, → walking every slide of a deck in order, and a deck
-printing to a PDF of one page per slide.
+printing to a PDF of one page per slide; the Chinese decks (build/slides/zh/) too.
 
 The counts are checked twice: against scripts/build_slides.py's slide_count (no build, so in
 `make test`), and against the decks `make site-check` built, in Chromium (reveal.js's own total).
@@ -31,6 +31,17 @@ def test_the_readme_states_each_decks_slides():
     assert STATED == counted, "update the README's slides column from `python scripts/build_slides.py --count`"
 
 
+@pytest.mark.parametrize("stem", sorted(STATED))
+def test_no_slide_of_a_lesson_is_a_subslide(stem):
+    """RISE hands reveal.js no navigationMode, and reveal.js's → goes to the next section,
+    skipping its subslides (8 of deck 03's 19 before issue 28): live, → must reach every slide,
+    so each is a slide of its own (the static decks walk them linearly either way)."""
+    nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+    subslides = [i for i, cell in enumerate(nb.cells)
+                 if cell.metadata.get("slideshow", {}).get("slide_type") == "subslide"]
+    assert not subslides, f"{stem}: cells {subslides} are subslides; make them slides"
+
+
 def test_slide_count_counts_as_nbconvert_cuts_a_deck():
     def md(text, slide_type=None, **meta):
         metadata = {"slideshow": {"slide_type": slide_type}} if slide_type else {}
@@ -57,7 +68,8 @@ def test_count_prints_every_deck_and_the_total(capsys):
 
 # -- the built decks, in Chromium -----------------------------------------------------
 
-BUILT = sorted(DECKS.glob("[0-9][0-9]_*.slides.html"))
+# the English decks and the Chinese ones (build/slides/zh/): the same cells, so the same slides
+BUILT = sorted(DECKS.glob("[0-9][0-9]_*.slides.html")) + sorted(DECKS.glob("zh/[0-9][0-9]_*.slides.html"))
 in_chromium = [pytest.mark.site, *pagecheck.MARKS,
                pytest.mark.skipif(not BUILT, reason="no build/slides: run `make site-check` (it builds them first)")]
 
@@ -68,7 +80,7 @@ def open_deck(page, path: Path, query: str = ""):
     page.evaluate("() => Reveal.configure({transition: 'none', backgroundTransition: 'none'})")
 
 
-@pytest.mark.parametrize("path", BUILT, ids=lambda p: p.name.split(".")[0])
+@pytest.mark.parametrize("path", BUILT, ids=lambda p: p.relative_to(DECKS).as_posix().split(".")[0])
 class TestBuiltDeck:
     pytestmark = in_chromium
 

@@ -269,6 +269,17 @@ def test_an_error_logged_to_the_console_fails(context, tmp_path):
         "console error: Got invalid theme mode: . Resetting to auto."]
 
 
+def test_chinese_text_in_an_installed_cjk_font_passes_and_a_glyph_no_font_has_fails(context, tmp_path):
+    """Tofu: a character no installed font has is drawn as a box. U+30000 (CJK Extension G) is in
+    no font Debian ships (Noto Sans CJK stops short of it); 步幅 and the page's symbols need
+    fonts-noto-cjk and DejaVu, which make site-check's CI installs."""
+    good = '<p lang="zh-CN">步幅（stride）✓ → ≈ ×</p><pre>形状 (2, 3)</pre>'
+    assert problems(context, write_page(tmp_path, good)) == []
+    bad = '<p lang="zh-CN">步幅 \U00030000</p>'
+    assert problems(context, write_page(tmp_path, bad)) == [
+        "1 character(s) drawn as a box (tofu: no installed font has them): '\U00030000'"]
+
+
 def test_every_problem_on_a_page_is_listed(context, tmp_path):
     assert problems(context, write_page(tmp_path, "<p>$x$</p><img src='gone.png'>")) == [
         f"missing file {tmp_path / 'gone.png'}", "unrendered math: '$x$'",

@@ -53,6 +53,25 @@ def test_every_linked_heading_exists_in_its_notebook():
     assert linked == len(SECTIONS)
 
 
+def test_every_heading_the_chinese_map_links_is_a_heading_of_its_chinese_notebook():
+    """README.zh-CN.md's map, row for row the English one's, names each Chinese notebook's own
+    heading (the Chinese site links its cells to them: a wrong one fails that build)."""
+    import nbformat
+
+    text = (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+    section = text.split("## 对照表：讲义到 notebook", 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip() for c in line.strip().strip("|").split(" | ")]
+            for line in section.splitlines() if line.startswith("|")][2:]
+    assert [row[0].replace("复习自测", "Self-test") for row in rows] == SECTIONS
+    for row in rows:
+        target = re.search(r"\((notebooks/zh/[^)]+\.ipynb)\)", row[2])
+        assert target is not None, f"{row[0]}: no Chinese notebook linked"
+        nb = nbformat.read(ROOT / target.group(1), as_version=4)
+        headings = {m for cell in nb.cells if cell.cell_type == "markdown"
+                    for m in re.findall(r"^#+ (.+?)\s*$", cell.source, re.M)}
+        assert row[3] in headings, f"{row[0]}: no heading {row[3]!r} in {target.group(1)}"
+
+
 def test_readme_leads_with_the_two_commands():
     text = (ROOT / "README.md").read_text()
     assert text.index("make lab") < text.index("make run")
