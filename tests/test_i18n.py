@@ -105,6 +105,34 @@ def test_the_glossary_is_the_table_of_terms():
 # --- the Chinese notebooks --------------------------------------------------------------------
 
 
+NOTES = ROOT.parent / "shared" / "lecture" / "lecture_02_notes.zh.md"  # beside the checkout
+
+
+@pytest.mark.skipif(not NOTES.exists(), reason="lecture notes not beside this checkout")
+def test_the_chinese_erratum_boxes_quote_the_notes_in_their_own_words(chinese):
+    """Where a box says 讲义写道 (the notes say) it quotes the notes' Chinese: each 「…」 before its
+    实际上 (in fact) is in the notes word for word (markup and line breaks aside). English
+    quotes translated back would put words in the notes' mouth."""
+    import re
+
+    def plain(text: str) -> str:
+        return re.sub(r"[\s*`>]", "", text)
+
+    notes = plain(NOTES.read_text(encoding="utf-8"))
+    quoted, wrong = 0, []
+    for name, nb in chinese.items():
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "markdown":
+                continue
+            for said in cell.source.split("讲义写道")[1:]:
+                for quote in re.findall(r"「(.+?)」", said.split("实际上")[0], re.S):
+                    quoted += 1
+                    if plain(quote) not in notes:
+                        wrong.append(f"{name} cell {i}: 「{quote[:60]}」")
+    assert quoted >= 8, f"only {quoted} quotes of the notes found: the check looks at nothing"
+    assert not wrong, "not the notes' words:\n" + "\n".join(wrong)
+
+
 def test_the_chinese_notebooks_keep_every_code_cell_output_id_metadata_and_tag(english, chinese):
     problems = []
     for name in NAMES:
