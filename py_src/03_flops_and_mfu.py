@@ -608,7 +608,8 @@ plt.show()
 # | **FLOPs** | an *amount* of floating-point work |
 # | **FLOP/s** | a *rate*, the speed of hardware (also written FLOPS) |
 #
-# An amount over a rate is a time. The notes' dense peaks (BF16 15–16× FP32):
+# An amount over a rate is a time. Next, the notes' dense peaks (BF16 15–16× FP32), and what
+# their FP32 figures count.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
 # **For the presenter**

@@ -31,6 +31,35 @@ def test_the_readme_states_each_decks_slides():
     assert STATED == counted, "update the README's slides column from `python scripts/build_slides.py --count`"
 
 
+MOST_SLIDES = 18  # about 15 minutes a deck (issue 28, §4)
+
+
+def slides_of(nb: nbformat.NotebookNode) -> list[list[nbformat.NotebookNode]]:
+    """The cells of each slide of ``nb``'s deck (as build_slides cuts it; notes and skipped cells
+    are on no slide)."""
+    deck = build_slides.prepare_for_slides(nb)
+    slides = []
+    for cell in deck.cells:
+        kind = cell.metadata["slideshow"]["slide_type"]
+        if kind in ("slide", "subslide") or (not slides and kind not in ("skip", "notes")):
+            slides.append([cell])
+        elif kind in ("-", "fragment") and slides:
+            slides[-1].append(cell)
+    return slides
+
+
+@pytest.mark.parametrize("stem", sorted(STATED))
+def test_a_deck_holds_at_most_18_slides_and_no_lead_in_is_a_slide_of_its_own(stem):
+    """A slide that is one sentence ending in ":" leaves its code to the next slide (16 did before
+    issue 28); a deck longer than 18 slides does not fit its 15 minutes."""
+    nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+    slides = slides_of(nb)
+    assert len(slides) == build_slides.slide_count(nb) <= MOST_SLIDES
+    lead_ins = [cells[0].source.strip()[-60:] for cells in slides
+                if len(cells) == 1 and cells[0].cell_type == "markdown" and cells[0].source.strip().endswith(":")]
+    assert not lead_ins, f"{stem}: a lead-in alone on its slide: {lead_ins}"
+
+
 @pytest.mark.parametrize("stem", sorted(STATED))
 def test_no_slide_of_a_lesson_is_a_subslide(stem):
     """RISE hands reveal.js no navigationMode, and reveal.js's → goes to the next section,
