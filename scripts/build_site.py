@@ -250,6 +250,13 @@ def prepare_source(notebooks: list[Path], src: Path, readme: Path, edition: Edit
         (shutil.copytree if (es5 / part).is_dir() else shutil.copy2)(es5 / part, mathjax / part)
 
 
+def missing_editions(notebooks: list[Path], tool: str) -> str | None:
+    """The one line that says which notebooks lack their Chinese edition (``make zh`` writes
+    it), or None; ``tool`` names the script that says it (build_site, build_slides)."""
+    missing = [str(p) for p in map(EDITIONS["zh_CN"].notebook, notebooks) if not p.is_file()]
+    return f"{tool}: no Chinese edition of a notebook (make zh writes it): {', '.join(missing)}" if missing else None
+
+
 def switch_to(edition: Edition) -> tuple[Edition, str]:
     """The edition a page of ``edition`` links to, and the way there from ``edition``'s folder."""
     other = EDITIONS["zh_CN" if edition.language == "en" else "en"]
@@ -294,10 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         print(f"build_site: not a notebook file: {', '.join(bad)}", file=sys.stderr)
         return 2
-    missing = [str(p) for p in map(EDITIONS["zh_CN"].notebook, notebooks) if not p.is_file()]
-    if missing:
-        print(f"build_site: no Chinese edition of a notebook (make zh writes it): {', '.join(missing)}",
-              file=sys.stderr)
+    if (missing := missing_editions(notebooks, "build_site")) is not None:
+        print(missing, file=sys.stderr)
         return 2
     for edition in EDITIONS.values():
         start = time.perf_counter()

@@ -38,6 +38,7 @@ from build_site import (  # noqa: E402
     VIEWS,
     Edition,
     alt_text,
+    missing_editions,
     notebook_title,
     role,
     setup_cell,
@@ -165,10 +166,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{stem}: {count} slides")
         print(f"total: {sum(counts.values())} slides")
         return 0
-    missing = [str(p) for p in map(EDITIONS["zh_CN"].notebook, notebooks) if not p.is_file()]
-    if missing:
-        print(f"build_slides: no Chinese edition of a notebook (make zh writes it): {', '.join(missing)}",
-              file=sys.stderr)
+    if (missing := missing_editions(notebooks, "build_slides")) is not None:
+        print(missing, file=sys.stderr)
         return 2
     for edition in EDITIONS.values():
         start = time.perf_counter()

@@ -51,6 +51,19 @@ def lab(tmp_path_factory):
         yield port
 
 
+def checkout_copy(tmp: Path, paths: list[str]) -> Path:
+    """A copy of the checkout under ``tmp`` that `make lab` runs in: the Makefile and its inputs,
+    jupyter/, the files ``paths`` names (from the checkout root), and .venv linked. For the tests
+    that run notebooks in Lab, which saves them (tests/test_presenting.py, test_sealed_answers.py)."""
+    checkout = tmp / "checkout"
+    for name in ["Makefile", "pyproject.toml", "constraints.txt", "notebooks.txt", "jupytext.toml", *paths]:
+        (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, checkout / name)  # copy2: the .venv stamp stays newer
+    shutil.copytree(ROOT / "jupyter", checkout / "jupyter")
+    (checkout / ".venv").symlink_to(ROOT / ".venv")
+    return checkout
+
+
 @contextlib.contextmanager
 def running_lab(checkout: Path, tmp: Path):
     """`make lab` run in ``checkout``, its state in ``tmp``; the server's port. Also used by

@@ -9,12 +9,11 @@ RISE saves the notebook before it opens the slideshow, so the server runs in a c
 checkout (its .venv linked): presenting never writes the checkout's notebooks."""
 
 import contextlib
-import shutil
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_lab import CHROMIUM, SCREENSHOTS, TOKEN, running_lab
+from test_lab import CHROMIUM, SCREENSHOTS, TOKEN, checkout_copy, running_lab
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = "03_flops_and_mfu"
@@ -29,15 +28,7 @@ pytestmark = [pytest.mark.site,
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("present")
-    checkout = tmp / "checkout"
-    (checkout / "notebooks").mkdir(parents=True)
-    (checkout / "py_src").mkdir()
-    for name in ["Makefile", "pyproject.toml", "constraints.txt", "notebooks.txt", "jupytext.toml"]:
-        shutil.copy2(ROOT / name, checkout / name)  # copy2: the .venv stamp stays newer
-    shutil.copytree(ROOT / "jupyter", checkout / "jupyter")
-    for path in [f"notebooks/{NOTEBOOK}.ipynb", f"py_src/{NOTEBOOK}.py", "notebooks/rise.css"]:
-        shutil.copy2(ROOT / path, checkout / path)
-    (checkout / ".venv").symlink_to(ROOT / ".venv")
+    checkout = checkout_copy(tmp, [f"notebooks/{NOTEBOOK}.ipynb", f"py_src/{NOTEBOOK}.py", "notebooks/rise.css"])
     with running_lab(checkout, tmp) as port:
         yield port
 

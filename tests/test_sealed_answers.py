@@ -10,7 +10,6 @@ note shows, where a viewer shows it at all, as a note for the presenter.
 Lab runs in a copy of the checkout (its .venv linked): Run All autosaves the notebook."""
 
 import os
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -18,7 +17,7 @@ import pagecheck
 import pytest
 from nbconvert import HTMLExporter
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_lab import CHROMIUM, TOKEN, running_lab
+from test_lab import CHROMIUM, TOKEN, checkout_copy, running_lab
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()
@@ -112,16 +111,7 @@ def test_an_open_solution_and_an_unmarked_note_fail(context, tmp_path):
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("sealed")
-    checkout = tmp / "checkout"
-    (checkout / "notebooks").mkdir(parents=True)
-    (checkout / "py_src").mkdir()
-    for name in ["Makefile", "pyproject.toml", "constraints.txt", "notebooks.txt", "jupytext.toml"]:
-        shutil.copy2(ROOT / name, checkout / name)  # copy2: the .venv stamp stays newer
-    shutil.copytree(ROOT / "jupyter", checkout / "jupyter")
-    for name in NOTEBOOKS:
-        shutil.copy2(ROOT / "notebooks" / f"{name}.ipynb", checkout / "notebooks")
-        shutil.copy2(ROOT / "py_src" / f"{name}.py", checkout / "py_src")
-    (checkout / ".venv").symlink_to(ROOT / ".venv")
+    checkout = checkout_copy(tmp, [path for name in NOTEBOOKS for path in (f"notebooks/{name}.ipynb", f"py_src/{name}.py")])
     with running_lab(checkout, tmp) as port:
         yield port
 
