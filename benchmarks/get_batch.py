@@ -53,7 +53,7 @@ def paired(fns: dict, rounds: int) -> dict[str, list[float]]:
     (so a busy moment slows all of them alike)."""
     times: dict[str, list[float]] = {name: [] for name in fns}
     timers = {name: benchmark.Timer("fn()", globals={"fn": fn}, num_threads=1) for name, fn in fns.items()}
-    numbers = {name: max(1, int(0.01 / max(time_fn(fn, min_run_time=0.05), 1e-7))) for name, fn in fns.items()}
+    numbers = {name: max(1, int(0.01 / max(time_fn(fn, threads=1, min_run_time=0.05).median, 1e-7))) for name, fn in fns.items()}
     for _ in range(rounds):
         for name, timer in timers.items():
             times[name].append(timer.timeit(numbers[name]).median)
@@ -76,7 +76,7 @@ def report_batches(data, batch: int, seq: int, rounds: int) -> tuple[float, floa
     }, rounds)
     nbytes = xy_int64.numel() * 8
     big = torch.zeros(8 * 2**20, dtype=torch.int64)  # 64 MiB: out of every cache
-    memcpy = big.numel() * 8 / time_fn(torch.empty_like(big).copy_, big, min_run_time=0.2)
+    memcpy = big.numel() * 8 / time_fn(torch.empty_like(big).copy_, big, threads=1, min_run_time=0.2).median
     bound = nbytes / memcpy
     print(f"\n{batch} x {seq}, one thread, median of {rounds} paired rounds; memcpy (64 MiB) "
           f"{memcpy / 1e9:.1f} GB/s puts the bound, {nbytes:,} bytes, at {bound * 1e6:.1f} us; the same "
@@ -119,7 +119,7 @@ def main() -> int:
         host = torch.randint(0, 8192, (64, 1024 * 64), dtype=torch.int64)
         rates = {}
         for name, src in (("pageable", host), ("pinned", host.pin_memory())):
-            seconds = time_fn(lambda s: s.to(device, non_blocking=True), src, min_run_time=1.0)
+            seconds = time_fn(lambda s: s.to(device, non_blocking=True), src, threads=1, min_run_time=1.0).median
             rates[name] = src.numel() * src.element_size() / seconds / 1e9
             print(f"host-to-device copy, {name}: {rates[name]:.1f} GB/s")
         link = detect(device)

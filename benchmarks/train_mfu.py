@@ -181,6 +181,9 @@ def main() -> int:
         trainer.close()
     steady = records[len(records) // 3:]  # skip warm-up and compilation steps
     tokens = statistics.median(r["tokens_per_s"] for r in steady)
+    if trainer.peak is None:  # a GPU missing from the hardware table: no datasheet peak, no MFU
+        print(f"{cfg.config} config: {tokens:,.0f} tokens/s; {trainer.peak_source}: no MFU")
+        return 0 if ok else 1
     mfu = statistics.median(r["mfu"] for r in steady)
     print(f"{cfg.config} config{' compiled' if cfg.compile else ''}: {tokens:,.0f} tokens/s, MFU {mfu:.1%} against "
           f"{trainer.peak / 1e12:.4g} TFLOP/s ({trainer.peak_source}); loss {records[0]['loss']:.3f} -> "

@@ -102,7 +102,7 @@ def _check_raises(name: str, error: type[BaseException], fn) -> BaseException:
 
 
 def measured(name: str, value, unit: str = "", digits: int = 3, *, per_device: bool = False,
-             ref: str | None = None) -> None:
+             ref: str | None = None, spread=None) -> None:
     """Print a machine-dependent value as ``[measured] name: value unit``.
 
     Use it for anything timed or read off this machine, never for computed numbers
@@ -111,12 +111,20 @@ def measured(name: str, value, unit: str = "", digits: int = 3, *, per_device: b
     ``per_device=True`` (inside a GPU-only block, or when ``name`` depends on the device)
     prints ``[per-device] name: value unit`` instead. ``ref`` names the row of
     docs/gpu/reference.md this value is measured for (``  [ref KEY]`` after it): the GPU check
-    puts the value in that row's "Measured here" column.
+    puts the value in that row's "Measured here" column. ``spread``: the
+    :class:`lecture_utils.bench.Timing` the value comes from, or a tuple of them for a ratio
+    (relative spreads add up), printed as ``±4% (1 thread)`` after the value.
     """
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         text = f"{value:.{digits}g}"
     else:
         text = str(value)
+    if unit:
+        text += " " + unit
+    if spread is not None:
+        timings = spread if isinstance(spread, tuple) else (spread,)
+        threads = timings[0].threads
+        text += f" ±{sum(t.spread for t in timings):.0%} ({threads} thread{'' if threads == 1 else 's'})"
     prefix = PER_DEVICE_PREFIX if per_device else MEASURED_PREFIX
-    print(f"{prefix} {name}: {text}{' ' + unit if unit else ''}" + (f"  {REF.format(ref)}" if ref else ""))
+    print(f"{prefix} {name}: {text}" + (f"  {REF.format(ref)}" if ref else ""))
 

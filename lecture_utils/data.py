@@ -24,6 +24,9 @@ import torch
 from lecture_utils import validate
 from lecture_utils.device import as_device
 
+# pragma: no mutate start
+# (make mutation mutates the lesson's sampler only, get_batch and its pieces below; the loaders
+# have their own fault tests)
 DATA_ENV_VAR = "LECTURE_DATA"  # a folder holding tokenizer.json and tokens/, to use other data
 TOKEN_DTYPE = np.dtype("<u2")  # little-endian uint16: any vocabulary below 65,536
 EOT = "<|endoftext|>"
@@ -39,6 +42,7 @@ def data_dir() -> Path:
     return installed if installed.is_dir() else Path(__file__).resolve().parents[1] / "data"
 
 
+# pragma: no mutate end
 # >>> lesson code from py_src/06_data_loading.py: edit it there, then `make export`
 def get_batch_simple(data, batch_size, seq_len, device, generator=None):
     """(x, y): int64 (batch_size, seq_len) windows of `data` at random starts; y is x shifted by one."""
@@ -95,6 +99,7 @@ def get_batch_lecture(data, batch_size, seq_len, device):
 # --- files ------------------------------------------------------------------------
 
 
+# pragma: no mutate block
 def sha256_of(path: str | Path) -> str:
     return scan_tokens(path)[0]
 

@@ -39,7 +39,7 @@ from lecture_utils import setup; device = setup()
 # %% tags=["claim-S7"]
 import torch
 
-from lecture_utils import check
+from lecture_utils import check, measured
 
 x = torch.zeros(4, 8, 16)  # float32 by default
 check("numel × bytes per element = 512 × 4", x.numel() * x.element_size(), 2048)
@@ -48,25 +48,23 @@ check("bytes torch allocated in fp32, fp16, bf16, fp8 e4m3, fp8 e5m2",
       [torch.empty(4, 8, 16, dtype=dt).untyped_storage().nbytes() for dt in dtypes], [2048, 1024, 1024, 512, 512])
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# **On the device.** A tensor starts on the CPU; `.to(device)` copies it (and returns the
-# tensor itself when it is already there). On a GPU the caching allocator counts the bytes
-# that live tensors hold, `torch.cuda.memory_allocated()`. Predict, then measure: one 32 × 32
-# fp32 tensor moved there and one created there, 2 × 4096 bytes:
+# **On the device.** A tensor starts on the CPU; `.to(device)` copies it (or returns it when
+# it is already there). Predict, then measure what the allocator hands out (`Allocated`:
+# `memory_allocated()` on a GPU, the allocator's events on a CPU): one 32 × 32 fp32 tensor
+# moved there, one created there, then a cast of it to bf16:
 
 # %% tags=["claim-S7"]
-from lecture_utils import measured
+from lecture_utils.allocator import Allocated
 
 w = torch.zeros(32, 32)  # on the CPU, the default device: 32 * 32 * 4 = 4096 bytes
-before = torch.cuda.memory_allocated(device) if device.type == "cuda" else None
-moved, created = w.to(device), torch.zeros(32, 32, device=device)
-check("bytes each holds on the device: numel × element_size",
-      [t.untyped_storage().nbytes() for t in (moved, created)], [4096, 4096])
-if device.type == "cuda":
-    grown = torch.cuda.memory_allocated(device) - before
-    measured("memory_allocated() grew by (predicted 2 x 4096)", grown, "bytes", per_device=True)
-    assert grown == 2 * 4096, grown
-else:
-    measured(f"on {device.type}: w.to(device) is w itself, nothing copied", moved is w, per_device=True)
+with Allocated(device) as grown:
+    moved, created = w.to(device), torch.zeros(32, 32, device=device)
+with Allocated(device) as cast:
+    half = created.to(torch.bfloat16)
+check("bytes each holds on the device: numel × element_size", [t.untyped_storage().nbytes() for t in (moved, created, half)], [4096, 4096, 2048])
+predicted = (4096 * (1 if moved is w else 2), 32 * 32 * 2)  # on the CPU, w.to(device) is w itself: nothing copied
+measured("bytes allocated: moving and creating, then the cast", f"{grown.bytes:,} and {cast.bytes:,} (predicted {predicted[0]:,} and {predicted[1]:,}; {grown.counter})")
+assert (grown.bytes, cast.bytes) == predicted, (grown.bytes, cast.bytes)
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: a slice keeps its parent's storage alive
@@ -367,23 +365,20 @@ check("fp16 from 2^-25 down, and past its max: 100%",
 # | float8_e5m2 | gradients in backward: more range |
 # | int8 (1 byte, −128..127) | quantised inference |
 #
-# On a GPU the FFN prediction can be set beside a real allocation: the caching allocator's
-# `memory_allocated()` must grow by exactly the predicted bytes (1,207,959,552 is a multiple
-# of its 512-byte rounding). Elsewhere the cell prints one line saying why it was skipped.
+# The FFN prediction set beside a real allocation on this device: the allocator must hand
+# out exactly the predicted bytes (on a GPU, 1,207,959,552 is a multiple of the caching
+# allocator's 512-byte rounding). `torch.empty` writes nothing, so on a CPU the operating
+# system maps the pages only when they are touched: the bytes are reserved, not yet resident.
 
 # %% slideshow={"slide_type": "skip"} tags=["deeper"]
-from lecture_utils import cuda_only
-
-if cuda_only(device, "allocating the bf16 FFN matrix for real"):
-    predicted = tensor_bytes((12288, 49152), torch.bfloat16)
-    torch.cuda.synchronize()
-    before = torch.cuda.memory_allocated()
-    w_gpu = torch.empty(12288, 49152, dtype=torch.bfloat16, device=device)
-    grown = torch.cuda.memory_allocated() - before
-    measured("memory_allocated() grew by", format_bytes(grown), per_device=True, ref="alloc-bf16-ffn")
-    measured("predicted (tensor_bytes)", format_bytes(predicted), per_device=True)
-    assert grown == predicted, (grown, predicted)
-    del w_gpu
+predicted = tensor_bytes((12288, 49152), torch.bfloat16)
+with Allocated(device) as ffn:
+    w_ffn = torch.empty(12288, 49152, dtype=torch.bfloat16, device=device)
+measured("the allocator handed out", format_bytes(ffn.bytes), ref="alloc-bf16-ffn" if device.type == "cuda" else None)
+check("predicted (tensor_bytes)", format_bytes(predicted), "1.21 GB (1.12 GiB)")
+assert ffn.bytes == predicted, (ffn.bytes, predicted)
+del w_ffn
+if device.type == "cuda":
     torch.cuda.empty_cache()
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -422,8 +417,8 @@ check("parameters whose state fits: one 80 GB GPU, 8 perfectly sharded", (80e9 /
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # The notes count bf16 weights (2) + bf16 gradients (2) + fp32 master weights (4) + m (4) +
-# v (4) = "still 16 bytes per parameter": the standard accounting, the ZeRO paper's for
-# mixed-precision Adam (Rajbhandari et al., SC 2020, §3.1: 2Ψ + 2Ψ + 12Ψ).
+# v (4) = "still 16 bytes per parameter": the ZeRO paper's standard accounting
+# (Rajbhandari et al., SC 2020, §3.1: 2Ψ + 2Ψ + 12Ψ).
 #
 # > **Note: recipes differ.** **16**: ZeRO and DeepSpeed, whose optimizer reads the 16-bit
 # > gradients. **18**: Megatron-LM with bf16 weights keeps an fp32 *main gradient* and drops
@@ -600,10 +595,9 @@ check("recipes under 80 GB: 1 GPU, 8 replicated, 8 sharded",
 # ## What to remember
 #
 # - Memory = numel × bytes per element; the dtype sets the bytes.
-# - Exponent bits buy range, mantissa bits buy precision: bf16 keeps fp32's range with
-#   eps = 1/128; fp16 is 8× more precise but flushes small gradients to 0 (below 6.1e-5 it
-#   loses precision, below 3e-8 everything), hence loss scaling; scaling in turn risks
-#   overflow above 65504, hence a dynamic scale.
+# - Exponent bits buy range, mantissa bits precision: bf16 keeps fp32's range (eps = 1/128);
+#   fp16 is 8× more precise but flushes small gradients to 0 (below 3e-8), hence loss
+#   scaling, which risks overflow above 65504, hence a dynamic scale.
 # - Keep in fp32 what accumulates small changes (master weights, optimizer state, sums).
 # - AdamW's training state: 16 B/param in fp32; in mixed precision 16, 18 or 20, by the
 #   gradients kept. Mixed precision saves compute and activations; sharding saves state.

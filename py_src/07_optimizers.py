@@ -40,7 +40,7 @@ import gc
 import matplotlib.pyplot as plt
 import torch
 
-from lecture_utils import check
+from lecture_utils import check, measured
 from lecture_utils.optim import descend  # descend(optimizer_class, grad, start, steps, **hyper): the points visited
 
 # %% slideshow={"slide_type": "slide"}
@@ -455,9 +455,9 @@ check("Adam + L2, small gradients: decayed to almost nothing (kept < 0.1%)",
 # ## §7.2 Why AdamW eats memory
 #
 # A state tensor has its parameter's shape, so the state is a whole number of copies of the
-# model. Predict, then measure, on this device: one step of each optimizer on a small MLP
-# (on a GPU the allocator's `memory_allocated()` must grow by exactly the state's bytes),
-# then AdamW's ledger (§1.2: 4 + 4 + 4 + 4 bytes per parameter, 4× the parameter's own):
+# model. Predict, then measure (`Allocated`, notebook 02): each optimizer's first step on a
+# small MLP allocates exactly its state; then AdamW's ledger (§1.2: 4 + 4 + 4 + 4 bytes per
+# parameter, 4× the parameter's own):
 
 # %%
 # @save lecture_utils/optim.py
@@ -467,19 +467,22 @@ def state_bytes(optimizer):  # bytes of every tensor the optimizer keeps in `opt
 
 
 # %% slideshow={"slide_type": "slide"} tags=["claim-S33", "claim-S4"]
+from lecture_utils.allocator import Allocated
+
 model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128)).to(device)
 params = list(model.parameters())  # every tensor a multiple of 512 bytes: the CUDA allocator's rounding
 model(torch.randn(32, 128).to(device)).pow(2).mean().backward()  # gradients, then one step of each optimizer
 n, param_bytes = sum(p.numel() for p in params), sum(p.nbytes for p in params)
-copies = {}
+copies, allocated = {}, {}
 for cls in TWINS:
     optimizer = cls(params)
     gc.collect()  # the previous optimizer and its state are gone before the count starts
-    before = torch.cuda.memory_allocated(device) if device.type == "cuda" else None
-    optimizer.step()
-    copies[cls.__name__] = state_bytes(optimizer) / param_bytes
-    assert before is None or torch.cuda.memory_allocated(device) - before == state_bytes(optimizer), cls
+    with Allocated(device) as grown:
+        optimizer.step()
+    copies[cls.__name__], allocated[cls.__name__] = state_bytes(optimizer) / param_bytes, grown.bytes
+    assert grown.bytes == state_bytes(optimizer), (cls, grown.bytes, state_bytes(optimizer))
 check("optimizer state, in copies of the parameters", copies, dict(SGD=0, Momentum=1, AdaGrad=1, RMSProp=1, Adam=2, AdamW=2))
+measured(f"bytes allocated by the first step (predicted: copies x {param_bytes:,})", allocated, "bytes")
 
 # %% slideshow={"slide_type": "-"} tags=["claim-S4"]
 ledger = {"weights": param_bytes / n, "gradients": sum(p.grad.nbytes for p in params) / n, "m and v": state_bytes(optimizer) / n}

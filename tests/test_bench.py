@@ -1,34 +1,62 @@
+"""lecture_utils.bench: the one timing discipline (torch.utils.benchmark), the conditions line, and
+MFU's denominator (a datasheet's or a CPU's nominal peak, never a measurement)."""
+
 import time
 
 import pytest
 import torch
 
-from lecture_utils import bench
+from lecture_utils import bench, hardware
 
 
-def test_time_fn_measures_a_known_sleep(capsys):
-    seconds = bench.time_fn(time.sleep, 0.002, label="sleep 2 ms", min_run_time=0.05)
-    assert 0.002 <= seconds < 0.006  # the median: a busy moment or two does not move it 3x
-    assert capsys.readouterr().out.startswith("[measured] sleep 2 ms: ")
+def test_time_fn_gives_the_median_its_spread_and_its_threads():
+    timing = bench.time_fn(time.sleep, 0.002, threads=1, min_run_time=0.05)
+    assert 0.002 <= timing.median < 0.006  # the median: a busy moment or two does not move it 3x
+    assert timing.threads == 1 and timing.iqr >= 0 and timing.spread == timing.iqr / 2 / timing.median
 
 
-def test_time_fn_is_silent_without_a_label(capsys):
-    bench.time_fn(torch.zeros, 10, min_run_time=0.01)
-    assert capsys.readouterr().out == ""
+def test_time_fn_warms_up_outside_the_clock():
+    calls = []
+
+    def first_call_slow():
+        time.sleep(0.2 if not calls else 0.001)  # lazy initialisation on the first call only
+        calls.append(1)
+
+    assert bench.time_fn(first_call_slow, threads=1, min_run_time=0.02).median < 0.01
 
 
-def test_matmul_rate_is_flops_over_time(capsys, monkeypatch):
+def test_time_fn_uses_every_physical_core_unless_told_one(monkeypatch):
+    seen = []
+    monkeypatch.setattr(torch.utils.benchmark.Timer, "__init__",
+                        lambda self, *a, num_threads=1, **k: seen.append(num_threads) or None)
+    monkeypatch.setattr(torch.utils.benchmark.Timer, "blocked_autorange",
+                        lambda self, min_run_time: type("m", (), {"median": 1.0, "iqr": 0.0})())
+    assert bench.time_fn(lambda: None).threads == bench.machine_threads()
+    assert bench.time_fn(lambda: None, threads=1).threads == 1
+    assert seen == [bench.machine_threads(), 1]
+    assert bench.machine_threads() == min(hardware.cpu_spec().physical_cores, torch.get_num_threads())
+
+
+def test_time_fn_waits_for_an_accelerator_around_its_blocks(monkeypatch):
+    """torch.utils.benchmark synchronizes torch.accelerator (CUDA, MPS) around each block: the
+    timing must go through it, not through a bare clock that a queued GPU kernel outruns."""
+    waits = []
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    monkeypatch.setattr(torch.accelerator, "synchronize", lambda *a: waits.append(1))
+    bench.time_fn(lambda: None, threads=1, min_run_time=0.01)
+    assert len(waits) >= 2
+
+
+def test_time_matmul_times_an_n_by_n_matmul_in_the_dtype_asked(monkeypatch):
     timed = []
 
-    def fake_time_fn(fn, a, b, min_run_time):  # what was timed, and a fixed time for it
-        timed.append((fn, a.shape, a.dtype, b.shape))
-        return 0.25
+    def fake_time_fn(fn, a, b, threads, min_run_time):  # what was timed
+        timed.append((fn, a.shape, a.dtype, b.shape, threads))
+        return bench.Timing(0.25, 0.0, 3)
 
     monkeypatch.setattr(bench, "time_fn", fake_time_fn)
-    rate = bench.matmul_flops_per_s(128, "bf16", "cpu", label="mm", min_run_time=0.02)
-    assert rate == 2 * 128**3 / 0.25  # a matmul of n x n by n x n: 2 n^3 FLOPs
-    assert timed == [(torch.matmul, (128, 128), torch.bfloat16, (128, 128))]
-    assert capsys.readouterr().out == f"[measured] mm: {rate / 1e12:.3g} TFLOP/s\n"
+    assert bench.time_matmul(128, "bf16", "cpu", threads=3, min_run_time=0.02) == bench.Timing(0.25, 0.0, 3)
+    assert timed == [(torch.matmul, (128, 128), torch.bfloat16, (128, 128), 3)]
     assert torch.get_float32_matmul_precision() == "highest"  # restored
 
 
@@ -38,30 +66,92 @@ def test_matmul_rate_is_flops_over_time(capsys, monkeypatch):
     ((64, "fp32", "gpu"), ValueError, "valid types: cuda, mps, cpu"),
     ((64, "tf32", "cpu"), AssertionError, "tf32"),  # would time fp32 and call it tf32
 ])
-def test_matmul_rate_takes_dtype_and_device_through_the_shared_lookups(args, error, match):
+def test_time_matmul_takes_dtype_and_device_through_the_shared_lookups(args, error, match):
     with pytest.raises(error, match=match):
-        bench.matmul_flops_per_s(*args)
+        bench.time_matmul(*args)
 
 
-def test_copy_bandwidth_counts_every_byte_read_and_written(monkeypatch):
-    monkeypatch.setattr(bench, "time_fn", lambda fn, src, min_run_time: 0.5)
-    assert bench.copy_bandwidth(8 * 2**20, "cpu", min_run_time=0.02) == 2 * 8 * 2**20 / 0.5
+def test_a_cpu_peak_is_nominal_for_the_cores_a_timing_uses():
+    spec = hardware.cpu_spec()
+    peak = bench.peak_flops("cpu", "fp32", threads=1)
+    assert peak.kind == "nominal" and peak.flops_per_s == spec.peak("fp32", 1)
+    assert peak.source.startswith("nominal: 1 core x ")
+    assert bench.peak_flops("cpu", "fp32").flops_per_s == spec.peak("fp32", bench.machine_threads())
 
 
-def test_peak_on_cpu_is_measured_and_labelled():
-    peak = bench.peak_flops("cpu", "fp32", n=128, min_run_time=0.02)
-    assert peak.is_measured and peak.source == "measured: best of 128^3 and 64^3 fp32 matmuls on cpu"
-    assert peak.flops_per_s > 0
+def test_an_emulated_dtype_has_no_peak_and_so_no_mfu(monkeypatch):
+    monkeypatch.setattr(bench, "cpu_spec", lambda: hardware.CpuSpec(
+        2, 2.445e9, "AVX2", 2, 8, hardware.MappingProxyType({"fp32": 32}), "2 FMA pipes, assumed"))
+    peak = bench.peak_flops("cpu", "bf16", threads=2)
+    assert (peak.flops_per_s, peak.kind) == (None, None)
+    assert bench.mfu_text(1e9, peak) == "no bf16 peak: this CPU has no bf16 units (AVX2), so bf16 is emulated: no MFU"
 
 
-def test_peak_on_a_known_gpu_comes_from_the_table(monkeypatch):
+def _fake_gpu(monkeypatch, name):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)  # "cuda" resolves to cuda:0
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
+
+
+def test_a_known_gpu_peak_comes_from_its_datasheet(monkeypatch):
+    _fake_gpu(monkeypatch, "NVIDIA H100 80GB HBM3")
     peak = bench.peak_flops(torch.device("cuda"), "bf16")
-    assert (peak.flops_per_s, peak.is_measured) == (989.5e12, False)
-    assert peak.source == "H100 SXM dense bf16 peak (spec sheet)"
+    assert (peak.flops_per_s, peak.kind, peak.source) == (989.5e12, "datasheet", "H100 SXM dense bf16 (datasheet)")
+    assert str(peak) == "990 TFLOP/s, H100 SXM dense bf16 (datasheet)"
+
+
+def test_an_unknown_gpu_or_a_mac_has_no_peak_never_a_measured_one(monkeypatch):
+    _fake_gpu(monkeypatch, "NVIDIA Mystery 9000")
+    peak = bench.peak_flops(torch.device("cuda"), "bf16")
+    assert bench.mfu_text(1e12, peak) == "no datasheet peak for NVIDIA Mystery 9000: no MFU"
+    assert bench.peak_flops(torch.device("mps"), "fp32").flops_per_s is None
+    assert str(peak) == "no datasheet peak for NVIDIA Mystery 9000"
+
+
+@pytest.mark.parametrize(("achieved", "kind", "text"), [
+    (0.5e12, "nominal", "MFU 0.50"),
+    (0.999e12, "datasheet", "MFU 1.00"),  # rounds up in print, and is still below the peak
+    (1.2e12, "nominal", "no MFU: 1.20x the nominal peak, which is too low: the cores run above the clock the OS reports"),
+    (2e12, "datasheet", "no MFU: 2.00x the datasheet peak: the FLOP count is too high"),
+])
+def test_mfu_is_achieved_over_the_peak_and_never_one_or_more(achieved, kind, text):
+    assert bench.mfu_text(achieved, bench.Peak(1e12, "a peak", kind)) == text
+
+
+def _conditions(monkeypatch, capsys, *timings, others=0.0, load=0.1, rising=()):
+    cores = hardware.cpu_spec().physical_cores
+    monkeypatch.setattr(bench.psutil, "cpu_percent", lambda interval: 100 * others / (bench.psutil.cpu_count() or cores))
+    monkeypatch.setattr(bench.psutil, "getloadavg", lambda: (load, load, load))
+    trusted = bench.conditions(*timings, rising=rising)
+    return trusted, capsys.readouterr().out
+
+
+def test_quiet_conditions_are_reliable_and_say_so(monkeypatch, capsys):
+    trusted, out = _conditions(monkeypatch, capsys, bench.Timing(1.0, 0.04, 1))
+    assert trusted and out.startswith("[measured] timing conditions: reliable (0.0 of ")
+    assert out.rstrip().endswith("spreads within ±2%)")
+
+
+@pytest.mark.parametrize(("kwargs", "reason"), [
+    ({"load": 99.0}, "load average 99.0 > "),
+    ({"timings": (bench.Timing(1.0, 0.8, 1),)}, "a spread of ±40%"),
+    ({"rising": (10.0, 20.0, 5.0)}, "a larger size ran 4x slower than a smaller one"),
+])
+def test_unreliable_conditions_say_why_and_return_false(monkeypatch, capsys, kwargs, reason):
+    timings = kwargs.pop("timings", (bench.Timing(1.0, 0.0, 1),))
+    trusted, out = _conditions(monkeypatch, capsys, *timings, **kwargs)
+    assert not trusted and out.startswith("[measured] timing conditions: UNRELIABLE, the figures above may mislead: ")
+    assert reason in out
+
+
+def test_a_core_busy_elsewhere_makes_an_all_core_timing_unreliable_not_a_one_thread_one(monkeypatch, capsys):
+    cores = hardware.cpu_spec().physical_cores
+    busy = bench.Timing(1.0, 0.0, cores)
+    trusted, out = _conditions(monkeypatch, capsys, busy, others=1.0)
+    assert not trusted and f"other processes busy on 1.0 of {cores} cores, {cores} threads timed" in out
+    if cores >= 2:  # one free core is enough for a one-thread timing
+        assert _conditions(monkeypatch, capsys, bench.Timing(1.0, 0.0, 1), others=1.0)[0]
 
 
 def test_timing_leaves_the_global_random_generator_alone():
@@ -69,7 +159,6 @@ def test_timing_leaves_the_global_random_generator_alone():
     torch.manual_seed(0)
     expected = torch.rand(3)
     torch.manual_seed(0)
-    bench.matmul_flops_per_s(32, "fp32", "cpu", min_run_time=0.01)
-    bench.copy_bandwidth(2**16, "cpu", min_run_time=0.01)
-    bench.peak_flops("cpu", "fp32", n=32, min_run_time=0.01)
+    bench.time_matmul(32, "fp32", "cpu", min_run_time=0.01)
+    bench.peak_flops("cpu", "fp32")
     assert torch.equal(torch.rand(3), expected)

@@ -162,3 +162,16 @@ def test_check_with_raises_returns_the_error_and_fails_when_nothing_or_something
         check("no error", lambda: 1, raises=ValueError)
     with pytest.raises(AssertionError, match="raised:   KeyError"):
         check("another error", lambda: {}["x"], raises=ValueError)
+
+
+def test_measured_prints_a_timings_spread_and_threads_beside_the_value(capsys):
+    """The spread is half the IQR over the median; a ratio of two timings adds their spreads."""
+    from lecture_utils.bench import Timing
+
+    one, two = Timing(0.010, 0.0008, 1), Timing(0.020, 0.0040, 1)
+    measured("a copy", 1.25, "GB/s", spread=one)
+    measured("their ratio", 2.0, spread=(two, one))
+    measured("on every core", 3.0, "ms", spread=Timing(0.003, 0.0, 4))
+    assert capsys.readouterr().out.splitlines() == [
+        "[measured] a copy: 1.25 GB/s ±4% (1 thread)", "[measured] their ratio: 2 ±14% (1 thread)",
+        "[measured] on every core: 3 ms ±0% (4 threads)"]

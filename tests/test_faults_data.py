@@ -23,6 +23,7 @@ import torch
 from lecture_utils import bench, files, get_device, hardware
 from lecture_utils import data as data_mod
 from lecture_utils import prepare as prep_mod
+from lecture_utils.allocator import Allocated
 from lecture_utils.data import Prefetcher, get_batch, load_tokens, write_tokens
 from lecture_utils.device import DeviceError, setup
 from lecture_utils.prepare import PREPARED_FILES, STAGING_PREFIX
@@ -381,12 +382,11 @@ def test_a_missing_device_is_a_runtime_error_with_the_same_message():
     lambda d: get_batch(np.arange(100, dtype=np.uint16), 2, 8, d),
     lambda d: Prefetcher(np.arange(100, dtype=np.uint16), 2, 8, d),
     lambda d: setup(device=d),
-    lambda d: bench.matmul_flops_per_s(8, "fp32", d),
-    lambda d: bench.copy_bandwidth(1024, d),
+    lambda d: bench.time_matmul(8, "fp32", d),
     lambda d: bench.peak_flops(d),
     lambda d: hardware.detect(d),
-], ids=["get_device", "get_batch", "Prefetcher", "setup", "matmul_flops_per_s", "copy_bandwidth", "peak_flops",
-        "detect"])
+    lambda d: Allocated(d),
+], ids=["get_device", "get_batch", "Prefetcher", "setup", "time_matmul", "peak_flops", "detect", "Allocated"])
 @pytest.mark.parametrize("device", [MISSING, "tpu", "mps:3"])
 def test_every_function_that_takes_a_device_raises_a_runtime_error(call, device):
     with pytest.raises(RuntimeError) as err:

@@ -198,7 +198,7 @@ def test_the_reference_gets_its_measured_column_filled_and_keeps_the_published_o
     assert measured["bf16-gemm-8192"] == "800 TFLOP/s (NVIDIA H200)"
     assert measured["gpt2-small-mfu"] == "0.5 (its block failed) (NVIDIA H200)"
     assert measured["autocast-dtypes"] == "not measured: skipped (uses after from failed cell 3) (NVIDIA H200)"
-    assert measured["alloc-bf16-ffn"] == "not measured this run (NVIDIA H200)"
+    assert measured["module-to-device"] == "not measured this run (NVIDIA H200)"
     assert measured["h100-sxm-bf16"] == {r[0].strip("`"): r[-1] for r in old}["h100-sxm-bf16"]  # a datasheet row
     assert "**Measured here:** NVIDIA H200, torch 2.7.0, CUDA 12.8, 2025-01-01 00:00 UTC" in after
     assert "not yet run on a GPU" in before and "**Measured here:** not yet run" not in after

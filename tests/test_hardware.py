@@ -88,10 +88,14 @@ def test_peak_rejects_unknown_dtypes(bad, error):
     ("AMD Instinct MI300X", "MI300X"),
     ("NVIDIA GeForce RTX 4090", "RTX 4090"),
     ("NVIDIA L4", "L4"),
-    ("NVIDIA A100-PCIE-40GB", None),  # not in the table: measured peak instead
-    ("NVIDIA L40S", None),
-    ("NVIDIA H100 NVL", None),
-    ("NVIDIA H200 NVL", None),
+    ("NVIDIA A100-SXM4-40GB", "A100 SXM 40GB"),
+    ("NVIDIA A100-PCIE-40GB", "A100 PCIe 40GB"),
+    ("NVIDIA A100 80GB PCIe", "A100 PCIe 80GB"),
+    ("NVIDIA L40S", "L40S"),
+    ("NVIDIA L40", None),  # not in the table: no datasheet peak, so no MFU
+    ("NVIDIA H100 NVL", "H100 NVL"),
+    ("NVIDIA H200 NVL", "H200 NVL"),
+    ("NVIDIA Mystery 9000", None),
 ])
 def test_cuda_device_names_map_to_entries(device_name, expected):
     acc = match_device_name(device_name)
@@ -109,11 +113,11 @@ def _fake_gpu(monkeypatch, name):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
 
 
-def test_detect_unknown_gpu_says_so_instead_of_crashing(monkeypatch, capsys):
+def test_detect_unknown_gpu_is_none_and_silent(monkeypatch, capsys):
+    """The caller says "no datasheet peak for ...: no MFU" (bench.peak_flops); detect itself prints nothing."""
     _fake_gpu(monkeypatch, "NVIDIA Mystery 9000")
     assert detect(torch.device("cuda")) is None
-    out = capsys.readouterr().out
-    assert out.startswith("[per-device] 'NVIDIA Mystery 9000' is not in the hardware table")
+    assert capsys.readouterr().out == ""
 
 
 def test_detect_known_gpu(monkeypatch):
@@ -171,6 +175,25 @@ SPEC_SHEETS = {
     # 24 GB GDDR6 at 300 GB/s; PCIe Gen4 x16 64 GB/s both ways.
     "L4": ({"fp32": 30.3, "tf32": 60, "bf16": 121, "fp16": 121, "fp8": 242.5},
            {"tf32": 120, "bf16": 242, "fp16": 242, "fp8": 485}, 24, 300, "PCIe Gen4 x16", 32),
+    # NVIDIA A100 datasheet, the other three A100s: the 80GB SXM's compute; 40 GB HBM2 at
+    # 1,555 GB/s (SXM and PCIe), 80 GB HBM2e at 1,935 GB/s (PCIe).
+    "A100 SXM 40GB": ({"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312},
+                      {"tf32": 312, "bf16": 624, "fp16": 624}, 40, 1555, "PCIe Gen4 x16", 32),
+    "A100 PCIe 80GB": ({"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312},
+                       {"tf32": 312, "bf16": 624, "fp16": 624}, 80, 1935, "PCIe Gen4 x16", 32),
+    "A100 PCIe 40GB": ({"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312},
+                       {"tf32": 312, "bf16": 624, "fp16": 624}, 40, 1555, "PCIe Gen4 x16", 32),
+    # NVIDIA H100 datasheet, H100 NVL column (per GPU): FP32 60, TF32 835*, BF16/FP16 1,671*,
+    # FP8 3,341*; 94 GB HBM3 at 3.9 TB/s; PCIe Gen5.
+    "H100 NVL": ({"fp32": 60, "tf32": 417.5, "bf16": 835.5, "fp16": 835.5, "fp8": 1670.5},
+                 {"tf32": 835, "bf16": 1671, "fp16": 1671, "fp8": 3341}, 94, 3900, "PCIe Gen5 x16", 64),
+    # NVIDIA H200 datasheet, H200 NVL column: the H100 NVL's compute; 141 GB HBM3e at 4.8 TB/s.
+    "H200 NVL": ({"fp32": 60, "tf32": 417.5, "bf16": 835.5, "fp16": 835.5, "fp8": 1670.5},
+                 {"tf32": 835, "bf16": 1671, "fp16": 1671, "fp8": 3341}, 141, 4800, "PCIe Gen5 x16", 64),
+    # NVIDIA L40S datasheet, dense | sparse*: FP32 91.6, TF32 183 | 366*, BF16/FP16 362.05 | 733*,
+    # FP8 733 | 1,466*; 48 GB GDDR6 at 864 GB/s; PCIe Gen4 x16 64 GB/s both ways.
+    "L40S": ({"fp32": 91.6, "tf32": 183, "bf16": 362.05, "fp16": 362.05, "fp8": 733},
+             {"tf32": 366, "bf16": 733, "fp16": 733, "fp8": 1466}, 48, 864, "PCIe Gen4 x16", 32),
 }
 
 
@@ -185,3 +208,69 @@ def test_every_spec_sheet_number_of_every_entry():
         assert acc.memory_bytes == pytest.approx(memory_gb * 1e9, rel=1e-12), name
         assert acc.hbm_bandwidth == pytest.approx(hbm_gbs * 1e9, rel=1e-12), name
         assert (acc.host_link, acc.host_bandwidth) == (link, pytest.approx(link_gbs * 1e9, rel=1e-12)), name
+
+
+# --- a CPU's nominal peak: cores x clock x FLOP per cycle, read off the machine -------------
+
+
+def _cpu(monkeypatch, *, isa, flags, vendor="GenuineIntel", family=6, cores=2, mhz=(2445.0, 0.0), darwin=False):
+    """cpu_spec() on a machine described by hand: psutil's cores and clock, torch's capability,
+    /proc/cpuinfo's flags."""
+    hardware.cpu_spec.cache_clear()
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: isa)
+    monkeypatch.setattr(hardware, "_cpu_flags", lambda: (set(flags), vendor, family))
+    monkeypatch.setattr(hardware.psutil, "cpu_count", lambda logical=True: cores)
+    monkeypatch.setattr(hardware.psutil, "cpu_freq", lambda: None if mhz is None else
+                        type("freq", (), {"current": mhz[0], "max": mhz[1]})())
+    monkeypatch.setattr(hardware.platform, "system", lambda: "Darwin" if darwin else "Linux")
+    monkeypatch.setattr(hardware.platform, "machine", lambda: "arm64" if darwin else "x86_64")
+    return hardware.cpu_spec()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cpu_spec():
+    hardware.cpu_spec.cache_clear()
+    yield
+    hardware.cpu_spec.cache_clear()
+
+
+def test_a_zen3_with_avx2_is_two_cores_times_its_clock_times_32_fp32_flops_per_cycle(monkeypatch):
+    """The issue's machine: 2 x 2.445 GHz x 32 (two 256-bit FMA pipes: 8 lanes x 2 FLOPs x 2) = 156 GFLOP/s."""
+    spec = _cpu(monkeypatch, isa="AVX2", flags={"avx2", "fma"}, vendor="AuthenticAMD", family=25)
+    assert spec.peak("fp32", 2) == pytest.approx(2 * 2.445e9 * 32)
+    assert spec.describe("fp32", 2) == ("nominal: 2 cores x 2.44 GHz x 32 FLOP/cycle "
+                                        "(AVX2 fp32, 2 FMA pipes, assumed)")
+
+
+def test_a_dtype_without_native_units_has_no_peak_and_says_it_is_emulated(monkeypatch):
+    spec = _cpu(monkeypatch, isa="AVX2", flags={"avx2", "fma"})
+    assert spec.peak("bf16", 2) is None and spec.peak("fp16", 2) is None
+    assert spec.describe("bf16", 2) == "no bf16 peak: this CPU has no bf16 units (AVX2), so bf16 is emulated"
+
+
+@pytest.mark.parametrize(("isa", "flags", "vendor", "family", "fp32", "bf16"), [
+    ("AVX512", {"avx512f", "avx512_bf16"}, "AuthenticAMD", 26, 64, 128),  # Zen 5: full 512-bit pipes
+    ("AVX512", {"avx512f", "avx512_bf16"}, "AuthenticAMD", 25, 32, 64),  # Zen 4: 512-bit split in two
+    ("AVX512", {"avx512f", "amx_bf16", "avx512_bf16"}, "GenuineIntel", 6, 64, 1024),  # AMX tiles
+    ("AVX512", {"avx512f"}, "GenuineIntel", 6, 64, None),
+])
+def test_flops_per_cycle_follow_the_instruction_set_and_the_units(monkeypatch, isa, flags, vendor, family, fp32, bf16):
+    spec = _cpu(monkeypatch, isa=isa, flags=flags, vendor=vendor, family=family)
+    assert (spec.flops_per_cycle("fp32"), spec.flops_per_cycle("bf16")) == (fp32, bf16)
+
+
+def test_apple_silicon_has_four_neon_pipes_and_the_os_maximum_clock_wins(monkeypatch):
+    spec = _cpu(monkeypatch, isa="DEFAULT", flags={"bf16"}, cores=8, mhz=(2000.0, 3228.0), darwin=True)
+    assert spec.flops_per_cycle("fp32") == 4 * 2 * 4  # 4 lanes x an FMA's 2 FLOPs x 4 pipes
+    assert spec.peak("fp32", 8) == pytest.approx(8 * 3.228e9 * 32)
+
+
+def test_no_clock_from_the_os_means_no_nominal_peak(monkeypatch):
+    spec = _cpu(monkeypatch, isa="AVX2", flags=set(), mhz=None)
+    assert spec.peak("fp32", 1) is None
+    assert spec.describe("fp32", 1) == "no nominal peak: the OS reports no CPU clock"
+
+
+def test_this_machine_is_read_without_error():
+    spec = hardware.cpu_spec()
+    assert spec.physical_cores >= 1 and spec.flops_per_cycle("fp32") >= 8

@@ -342,23 +342,32 @@ def test_a_given_peak_skips_the_benchmark_and_is_what_mfu_divides_by(tmp_path, m
 
 
 def test_the_first_line_and_the_summary_say_what_mfu_divides_by(tmp_path, monkeypatch):
-    """On a CPU the peak is a matmul measured at the start: MFU is relative to it, and the run says so."""
+    """A CPU's nominal peak, a GPU's datasheet peak, a given one: the first line names it. Where there
+    is no honest peak (a GPU missing from the table, MPS, an emulated dtype) the run says so and
+    logs no MFU, never a rate divided by a measured one."""
     from lecture_utils import bench
 
-    monkeypatch.setattr(bench, "peak_flops", lambda *a, **k: bench.Peak(2.5e11, "measured: a 1024^3 matmul", True))
+    nominal = "nominal: 2 cores x 2.6 GHz x 48 FLOP/cycle (AVX2 fp32, 2 FMA pipes, assumed)"
+    monkeypatch.setattr(bench, "peak_flops", lambda *a, **k: bench.Peak(2.5e11, nominal, "nominal"))
     cfg = train.TrainConfig(steps=1, batch_size=4, seq_len=32, warmup=0, val_every=0)
     tokens = np.random.default_rng(0).integers(0, 8192, 4096, dtype=np.uint16)
     said = []
     train.Trainer(cfg, tmp_path / "m", progress=False, echo=said.append, train_data=tokens, val_data=tokens).run()
-    assert said[0].endswith("; MFU against 0.25 TFLOP/s per device (measured: a 1024^3 matmul; MFU is relative "
-                            "to that matmul, not a datasheet peak)")
+    assert said[0].endswith(f"; MFU against 0.25 TFLOP/s per device ({nominal})")
     summary = json.loads((tmp_path / "m" / "summary.json").read_text())
-    assert summary["peak_flops_per_device"] == 2.5e11 and summary["peak_source"].startswith("measured: a 1024^3")
-    monkeypatch.setattr(bench, "peak_flops", lambda *a, **k: bench.Peak(989.5e12, "H100 SXM dense bf16 peak "
-                                                                        "(spec sheet)", False))
+    assert summary["peak_flops_per_device"] == 2.5e11 and summary["peak_source"] == nominal
+    monkeypatch.setattr(bench, "peak_flops", lambda *a, **k: bench.Peak(989.5e12, "H100 SXM dense bf16 (datasheet)",
+                                                                        "datasheet"))
     said.clear()
     train.Trainer(cfg, tmp_path / "s", progress=False, echo=said.append, train_data=tokens, val_data=tokens).run()
-    assert said[0].endswith("; MFU against 989.5 TFLOP/s per device (H100 SXM dense bf16 peak (spec sheet))")
+    assert said[0].endswith("; MFU against 989.5 TFLOP/s per device (H100 SXM dense bf16 (datasheet))")
+    monkeypatch.setattr(bench, "peak_flops", lambda *a, **k: bench.Peak(None, "no datasheet peak for NVIDIA X", None))
+    said.clear()
+    records = train.Trainer(cfg, tmp_path / "u", progress=False, echo=said.append, train_data=tokens,
+                            val_data=tokens).run()
+    assert said[0].endswith("; no datasheet peak for NVIDIA X: no MFU") and [r["mfu"] for r in records] == [None]
+    logged = [json.loads(line) for line in (tmp_path / "u" / "log.jsonl").read_text().splitlines()]
+    assert logged[0]["mfu"] is None
     given = train.TrainConfig(steps=1, batch_size=4, seq_len=32, warmup=0, val_every=0, peak_flops=1e12)
     said.clear()
     train.Trainer(given, tmp_path / "g", progress=False, echo=said.append, train_data=tokens, val_data=tokens).run()

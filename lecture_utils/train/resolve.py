@@ -234,14 +234,13 @@ def _shown(value) -> str:
     return str(value)
 
 
-def resolve_peak(plan: Plan) -> tuple[float, str]:
-    """What MFU divides by, and where it came from: a GPU's dense spec-sheet peak, or (CPU, MPS, a
-    GPU missing from the table) the best matmul measured here, which makes MFU a fraction of that."""
-    from lecture_utils.bench import peak_flops as best
+def resolve_peak(plan: Plan) -> tuple[float | None, str]:
+    """What MFU divides by, and where it came from: a GPU's dense datasheet peak, a CPU's nominal
+    one (cores x clock x FLOP per cycle), or None and why (MPS, a GPU missing from the table, a
+    dtype the CPU emulates): then no MFU, never a rate divided by a measured one."""
+    from lecture_utils.bench import peak_flops
 
-    peak = best(plan.device, plan.precision, min_run_time=0.05)  # bench owns the matmul sizes
-    if peak.is_measured:
-        return peak.flops_per_s, f"{peak.source}; MFU is relative to that matmul, not a datasheet peak"
+    peak = peak_flops(plan.device, plan.precision)
     return peak.flops_per_s, peak.source
 
 

@@ -102,9 +102,9 @@ class Trainer:
                 self.say(f"out of memory at step {self.step + 1}: micro-batch halved to {batches.micro} "
                          f"sequences, accumulating {batches.accum} (effective batch unchanged)")
 
-    def _peak_flops(self) -> float:
-        """What MFU divides by (resolve.resolve_peak), resolved once, on the first run()."""
-        if self.peak is None:
+    def _peak_flops(self) -> float | None:
+        """What MFU divides by (resolve.resolve_peak), resolved once, on the first run(); None: no MFU."""
+        if self.peak is None and self.peak_source is None:
             self.peak, self.peak_source = resolve_peak(self.plan)
         self.peak_source = self.peak_source or "set by the caller"
         return self.peak
@@ -260,7 +260,7 @@ def step_record(step: int, loss: float, lr: float, norm: float, seconds: float, 
     """One line of log.jsonl. MFU divides the step's FLOPs (the global batch) by every process's peak."""
     return {"step": step, "loss": loss, "lr": lr, "grad_norm": norm,
             "tokens_per_s": cfg.batch_size * plan.seq_len / seconds,
-            "mfu": plan.flops_per_step / seconds / (peak * plan.process.world)}
+            "mfu": None if peak is None else plan.flops_per_step / seconds / (peak * plan.process.world)}
 
 
 def first_line(trainer: Trainer, peak: float) -> str:
@@ -270,7 +270,8 @@ def first_line(trainer: Trainer, peak: float) -> str:
     return (f"training {cfg.config} ({params:,} params) on {plan.device} x{plan.process.world}, {plan.precision}, "
             f"optimizer: {optimizer}" + (" sharded by ZeroRedundancyOptimizer" if cfg.zero1 else "")
             + (f", resumed at step {trainer.step}" if trainer.step else "")
-            + f"; MFU against {peak / 1e12:.4g} TFLOP/s per device ({trainer.peak_source})")
+            + (f"; {trainer.peak_source}: no MFU" if peak is None
+               else f"; MFU against {peak / 1e12:.4g} TFLOP/s per device ({trainer.peak_source})"))
 
 
 @contextlib.contextmanager
