@@ -80,6 +80,7 @@ def leave_on_signals(prog: str):
 
     Nothing has been written yet, and a KeyboardInterrupt raised inside an import can leave a
     half-built module behind it (numpy's, say) and a traceback from whatever trips over it next.
+    A ``TORCH_LOGS`` that torch refuses on import is one line too (exit 2), not its traceback.
     """
 
     def leave(signum, frame):
@@ -91,6 +92,12 @@ def leave_on_signals(prog: str):
     handlers = {s: signal.signal(s, leave) for s in stops}
     try:
         yield
+    except ValueError as err:
+        if "TORCH_LOGS" not in str(err):
+            raise
+        print(f"{prog}: error: TORCH_LOGS={os.environ.get('TORCH_LOGS', '')!r} is not a setting torch knows "
+              '(TORCH_LOGS="help" lists them): fix it, or unset TORCH_LOGS', file=sys.stderr)
+        raise SystemExit(2) from None
     finally:
         for s, handler in handlers.items():
             signal.signal(s, handler)

@@ -152,6 +152,9 @@ def load_tokens(path: str | Path, *, verify: bool = True, vocab_size: int | None
                                 f"or set {DATA_ENV_VAR} to a folder holding tokens/")
     if not sidecar.exists():
         raise FileNotFoundError(f"{sidecar} (the sidecar describing {path.name}) does not exist")
+    if not path.is_file():  # a folder's or a FIFO's size is no token count
+        raise ValueError(f"{path} is {'a folder' if path.is_dir() else 'not a plain file'}, not a token file: move it "
+                         "away and prepare the data again (python -m lecture_utils.data prepare)")
     meta = read_sidecar(sidecar)
     if meta.get("dtype") != "uint16" or meta.get("byte_order") != "little":
         raise ValueError(f"{sidecar}: expected little-endian uint16 tokens, got {meta.get('dtype')!r}")
@@ -177,8 +180,8 @@ def read_sidecar(sidecar: Path) -> dict:
     """The sidecar's JSON, checked to hold what :func:`load_tokens` reads (one-line errors)."""
     try:
         meta = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{sidecar}: not a token sidecar (invalid JSON: {err})") from None
+    except (ValueError, RecursionError) as err:  # bad UTF-8 or JSON, a 5,000-digit number, brackets nested too deep
+        raise ValueError(f"{sidecar}: not a token sidecar (invalid JSON: {str(err).split(';')[0]})") from None
     if not isinstance(meta, dict):
         raise ValueError(f"{sidecar}: not a token sidecar (expected a JSON object)")
     for key, kind in (("vocab_size", int), ("n_tokens", int), ("sha256", str)):

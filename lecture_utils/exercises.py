@@ -12,7 +12,7 @@ import math
 import numbers
 from dataclasses import dataclass, field
 
-from lecture_utils.checks import CHECK_MARK, _close, _short
+from lecture_utils.checks import CHECK_MARK, _close, _short, rounded_by
 
 
 @dataclass(frozen=True)
@@ -142,18 +142,15 @@ _FACTORS = [(2, "off by a factor of 2: forward and backward, two tensors, or 2 b
             (1.048576, "MiB versus MB: 2**20 bytes versus 10**6?")]
 
 
-# What comparing a student's answer may raise: a string for a number, a wrong shape, an int too
-# large for a float (10**400), ...: each means "not this value", never an error in the check cell.
-_NOT_COMPARABLE = (AssertionError, TypeError, ValueError, RuntimeError, OverflowError)
-
-
 def _hint(answer, spec: Answer) -> str:
     for value, hint in spec.hints.items():
-        try:
-            if _close(answer, value, spec.rel, spec.abs):
-                return hint
-        except _NOT_COMPARABLE:
-            continue
+        if _safely(lambda value=value: bool(_close(answer, value, spec.rel, spec.abs)), False):
+            return hint
+    rounded = rounded_by(answer, spec.expected)
+    if rounded:  # what the value would be in that dtype, never the value itself
+        return ("a bool is True or False, not a number" if "bool" in rounded else
+                f"{rounded} holds this answer only rounded (or, past its range, as inf): compute it in float64 "
+                "or int64, or give a Python number")
     if not (isinstance(answer, numbers.Real) and isinstance(spec.expected, numbers.Real)) or isinstance(answer, bool):
         return ""
     try:
@@ -168,23 +165,32 @@ def _hint(answer, spec: Answer) -> str:
     return ""
 
 
+def _safely(compute, otherwise):
+    """``compute()``, or ``otherwise`` if it raises: a student's answer may be any object at all (a string
+    for a number, a wrong shape, 10**400, one whose ``__eq__``, ``__bool__`` or ``__repr__`` raises), and
+    each of those is "not right yet", never an error in the check cell."""
+    try:
+        return compute()
+    except Exception:
+        return otherwise
+
+
 def check_answer(name: str, answer) -> None:
     """An exercise's check cell: one line saying whether ``answer`` is right; never raises.
 
     ``...`` (the fill-in cell's placeholder) is "not answered yet"; a wrong answer is "not
     right yet", with a hint where it matches a classic mistake, never the expected value.
+    The answer is compared as given: a tensor's dtype never rounds the expected value (a hint says
+    when that dtype rounded the answer itself), and a bool is not a number.
     """
     spec = ANSWERS[name]  # a KeyError here is the notebook's bug, not the student's
     if answer is Ellipsis:
         print(f"{name}: not answered yet (replace the ... in the cell above and run both cells)")
         return
-    try:
-        right = _close(answer, spec.expected, spec.rel, spec.abs)
-    except _NOT_COMPARABLE:
-        right = False  # e.g. a string where a number was asked for, a wrong shape, 10**400
-    if right:
-        print(f"{CHECK_MARK} {name}: {_short(answer)} is right")
+    shown = _safely(lambda: _short(answer), f"a {type(answer).__name__} that cannot be shown")
+    if _safely(lambda: bool(_close(answer, spec.expected, spec.rel, spec.abs)), False):
+        print(f"{CHECK_MARK} {name}: {shown} is right")
         return
-    hint = _hint(answer, spec)
-    print(f"✗ {name}: {_short(answer)} is not right yet" + (f"; hint: {hint}" if hint else
-                                                             " (the hidden solution below explains it)"))
+    hint = _safely(lambda: _hint(answer, spec), "")
+    print(f"✗ {name}: {shown} is not right yet" + (f"; hint: {hint}" if hint else
+                                                   " (the hidden solution below explains it)"))

@@ -26,13 +26,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import signal
 import stat
 from pathlib import Path
-
-TEMPORARY = re.compile(r"^\..+\.tmp-(\d+)$")  # .checkpoint.pt.tmp-PID: whose it is, and so whether it is stale
 
 
 def temporary(path: Path) -> Path:

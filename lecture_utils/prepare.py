@@ -51,6 +51,9 @@ def _documents(corpus_dir: Path, val_every: int) -> list[str]:
         raise FileNotFoundError(f"no .txt files in {corpus_dir}; see data/README.md")
     docs = []
     for f in files:
+        if not f.is_file():  # /dev/zero would be read until memory runs out, a FIFO waited on for ever
+            raise ValueError(f"{f} is {'a folder' if f.is_dir() else 'not a plain file (a device, a FIFO)'}: the "
+                             f"corpus is plain .txt files; move it out of {corpus_dir}")
         try:
             text = f.read_text(encoding="utf-8")
         except UnicodeDecodeError as err:

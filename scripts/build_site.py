@@ -26,8 +26,11 @@ from __future__ import annotations
 
 import argparse
 import copy
+import multiprocessing
+import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -291,7 +294,36 @@ def build_site(notebooks: list[Path], out: Path, readme: Path = ROOT / "README.m
     return status
 
 
+class Stopped(BaseException):
+    """SIGINT, SIGTERM or SIGHUP: Sphinx catches Exception and KeyboardInterrupt, not this, so it reaches
+    the ``with`` of the temporary source folder (site-src-*), which removes the folder."""
+
+
 def main(argv: list[str] | None = None) -> int:
+    me, stops = os.getpid(), [getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)]
+
+    def stop(signum, frame):
+        if os.getpid() != me:  # a Sphinx worker (forked): it just ends; the main process cleans up
+            os._exit(128 + signum)
+        for s in stops:  # one is enough: a second would cut the clean-up short
+            signal.signal(s, signal.SIG_IGN)
+        raise Stopped(signum)
+
+    previous = {s: signal.signal(s, stop) for s in stops}
+    try:
+        return _build(argv)
+    except Stopped as stopped:
+        for worker in multiprocessing.active_children():  # Sphinx's, if any still run
+            worker.terminate()
+        print(f"build_site: stopped by {signal.Signals(stopped.args[0]).name}; nothing is left in the temporary "
+              "folder", file=sys.stderr)
+        return 128 + stopped.args[0]
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _build(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebooks/NN_*.ipynb")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "site")

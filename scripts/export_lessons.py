@@ -42,10 +42,24 @@ def exports(root: Path = ROOT) -> dict[str, dict[str, str]]:
             first, _, code = cell.source.partition("\n")
             save = SAVE.fullmatch(first)
             if cell.cell_type == "code" and save:
+                refuse_broken(twin, nb, cell.source)
                 code = code.strip("\n")
                 regions = result.setdefault(save.group(1), {})
                 regions[nb] = regions[nb] + "\n\n\n" + code if nb in regions else code
     return result
+
+
+def refuse_broken(twin: Path, nb: str, source: str) -> None:
+    """A lesson cell that does not compile would break every import of its module (the trainer, the
+    notebooks, make test): one line naming the notebook and the line, and nothing is exported."""
+    try:
+        compile(source, nb, "exec")
+    except (SyntaxError, ValueError) as err:  # ValueError: a NUL byte
+        text, line = twin.read_text(encoding="utf-8"), getattr(err, "lineno", None) or 1
+        where = (f"line {text[:text.index(source)].count(chr(10)) + line}" if source in text  # the twin's line
+                 else f"line {line} of its cell {source.splitlines()[0]!r}")
+        sys.exit(f"export: {nb}, {where}: a `# @save` lesson cell does not compile ({getattr(err, 'msg', err)}); "
+                 "nothing was exported")
 
 
 def defined(code: str) -> list[str]:

@@ -116,11 +116,30 @@ def catalog_path(root: Path, name: str) -> Path:
     return root / CATALOGS / f"{name}.po"
 
 
+# A line as msgfmt reads it: blank, a comment, or [#~ | #| | #~| ][keyword ]"a C string" (msgfmt's escapes only).
+PO_LINE = re.compile(r'|#(?![~|]).*|(#~\|?|#\|)? *((msgctxt|msgid(_plural)?|msgstr(\[\d+\])?)[ \t]+)?'
+                     r'"([^"\\]|\\([ntbrfva\\"]|[0-7]{1,3}|x[0-9A-Fa-f]+))*"[ \t]*')
+
+
 def read_catalog(path: Path) -> polib.POFile:
+    """The catalog, refused (one line naming the line) where msgfmt --check would refuse it: polib reads a
+    string without its closing quote by dropping the line's last character, and keeps duplicates."""
     try:
-        return polib.pofile(str(path), wrapwidth=0, encoding="utf-8")
+        lines = path.read_text(encoding="utf-8").splitlines()
+        bad = next((n for n, line in enumerate(lines, 1) if not PO_LINE.fullmatch(line.strip())), None)
+        po = polib.pofile(str(path), wrapwidth=0, encoding="utf-8") if bad is None else None
     except (OSError, ValueError, UnicodeDecodeError) as e:
         raise I18nError(f"{path}: cannot read the catalog: {str(e).replace(f' {path}', '')}") from None
+    if bad is not None:
+        why = "end-of-line within string" if re.sub(r"\\.", "", lines[bad - 1]).count('"') % 2 else "syntax error"
+        raise I18nError(f"{path}: cannot read the catalog: line {bad}: {why} (as msgfmt --check says); nothing was written")
+    seen = set()
+    for entry in (e for e in po if not e.obsolete):
+        if (entry.msgctxt, entry.msgid) in seen:
+            raise I18nError(f"{path}: cannot read the catalog: line {entry.linenum}: duplicate message definition "
+                            "(as msgfmt --check says); nothing was written")
+        seen.add((entry.msgctxt, entry.msgid))
+    return po
 
 
 def new_catalog(name: str) -> polib.POFile:

@@ -1,3 +1,4 @@
+import math
 
 import numpy as np
 import pytest
@@ -164,6 +165,153 @@ def test_check_with_raises_returns_the_error_and_fails_when_nothing_or_something
         check("another error", lambda: {}["x"], raises=ValueError)
 
 
+# --- issue 38, item 1: an exact check compares the values as given, never cast into the answer's dtype
+
+@pytest.mark.parametrize(("got", "expected"), [
+    (torch.tensor(True), 12), (torch.tensor(True), 1), (np.array(True), 1), (np.True_, 1),  # a flag is not a count
+    (torch.tensor(720_896.0).half(), 720_896),  # float16 overflows to inf: inf is not 720,896
+    (torch.tensor(76_219.0, dtype=torch.bfloat16), 76_293),  # both round to bfloat16's 76,288
+    (torch.tensor(76_293.0, dtype=torch.bfloat16), 76_293),  # even the right one, once rounded
+    (torch.tensor(99_999.0, dtype=torch.float16), 123_456),  # an author's check: inf and inf
+    (torch.tensor(2**53 + 1), torch.tensor(2.0**53, dtype=torch.float64)),  # float64 cannot hold 2**53 + 1
+    (np.ma.masked_array(12, mask=True), 12), (np.ma.masked_array([12, 3], mask=[True, False]), np.array([12, 3])),
+])
+def test_an_exact_check_never_squeezes_the_expected_value_into_the_answers_dtype(got, expected, capsys):
+    with pytest.raises(AssertionError):
+        check("value", got, expected)
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(("got", "expected"), [
+    (torch.tensor(12), 12), (torch.tensor(12.0), 12), (torch.tensor(76_288.0, dtype=torch.bfloat16), 76_288),
+    (torch.tensor(65_536.0).half(), math.inf), (torch.tensor(True), True), (torch.tensor(2**53), 2.0**53),
+    (torch.tensor([1, 2], dtype=torch.int8), torch.tensor([1.0, 2.0], dtype=torch.float16)),
+    (np.array(np.inf, dtype=np.float16), math.inf), (np.ma.masked_array(12, mask=False), 12),
+    (torch.tensor(0.1, dtype=torch.float64), 0.1),  # a Python float is a float64: never rounded to float32
+])
+def test_an_exact_check_accepts_the_same_value_in_another_dtype(got, expected, capsys):
+    check("value", got, expected)
+    assert capsys.readouterr().out.startswith("✓ value: ")
+
+
+# value, dtype: every pair of the grid, against Python's own exact comparison of int and float (an oracle
+# that casts nothing): right exactly when the tensor's value, read back, is the number itself
+GRID = [0, 1, 12, 3.5, 0.1, 65_504, 65_536, 76_219, 76_293, 720_896, 2**24 + 1, 2**53 + 1, -3, math.inf]
+DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int64, torch.uint8,
+          torch.bool]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_exact_checks_agree_with_pythons_exact_comparison(dtype):
+    for value in GRID:
+        try:
+            got = torch.tensor(value).to(dtype)
+        except (RuntimeError, OverflowError):  # inf into an int dtype
+            continue
+        oracle = got.item() == value and (dtype == torch.bool) == isinstance(value, bool)
+        try:
+            check("value", got, value)
+            passed = True
+        except AssertionError:
+            passed = False
+        assert passed == oracle, (dtype, value, got.item())
+
+
+def test_a_failed_check_says_when_the_dtype_rounded_the_expected_value():
+    with pytest.raises(AssertionError) as err:
+        check("fp16 holds it", torch.tensor(99_999.0, dtype=torch.float16), 123_456)
+    assert str(err.value).splitlines()[-1] == (
+        "    note:     torch.float16 rounds the expected value to this: compute in a wider dtype")
+    with pytest.raises(AssertionError) as err:
+        check("a plain miss", torch.tensor(3.0), 4)
+    assert "note:" not in str(err.value)
+
+
+def test_rounded_by_names_the_dtype_that_rounded_a_value_and_nothing_else():
+    from lecture_utils.checks import rounded_by
+
+    assert rounded_by(torch.tensor(76_293.0, dtype=torch.bfloat16), 76_293) == "torch.bfloat16"
+    assert rounded_by(torch.tensor(True), 12) == "torch.bool"
+    assert rounded_by(np.array(np.inf, dtype=np.float16), 720_896) == "float16"
+    assert rounded_by(torch.tensor(76_293.0), 76_293) is None  # float32 holds it: nothing rounded
+    assert rounded_by(torch.tensor(3.0, dtype=torch.bfloat16), 4) is None  # wrong, not rounded
+    assert rounded_by(76_288, 76_293) is None and rounded_by(torch.tensor(1.0), "abc") is None
+
+
+class _Hostile:
+    """An answer whose comparison, truth value or text raises, as an object a student hands in may."""
+
+    def __init__(self, fails: str):
+        self.fails = fails
+
+    def __eq__(self, other):
+        if self.fails == "eq":
+            raise ZeroDivisionError("no comparing me")
+        return self
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise ValueError("no truth value")
+
+    def __repr__(self):
+        if self.fails == "repr":
+            raise RuntimeError("no showing me")
+        return "<hostile>"
+
+
+@pytest.mark.parametrize("fails", ["eq", "bool", "repr"])
+@pytest.mark.parametrize("name", ["Q5, stride[0] that view(-1) needs", "E5.3 trained", "E1.1, x.T[1:, ::2]",
+                                  "Q3, one GPU with 20% held back"])
+def test_check_answer_never_raises_whatever_object_it_gets(capsys, fails, name):
+    from lecture_utils.exercises import check_answer
+
+    assert check_answer(name, _Hostile(fails)) is None
+    out = capsys.readouterr().out
+    assert out.startswith(f"✗ {name}: ") and out.count("\n") == 1 and "is not right yet" in out
+
+
+@pytest.mark.parametrize(("name", "answer", "hint"), [
+    ("Q5, stride[0] that view(-1) needs", torch.tensor(True), "a bool is True or False, not a number"),
+    ("Q1, forward FLOPs", torch.tensor(720_896.0).half(), "torch.float16 holds this answer only rounded"),
+    ("E6.2 3. batches in 80 GB", torch.tensor(76_219.0, dtype=torch.bfloat16), "torch.bfloat16 holds this answer"),
+    ("E6.2 3. batches in 80 GB", torch.tensor(76_293.0, dtype=torch.bfloat16), "torch.bfloat16 holds this answer"),
+    ("Q1, forward FLOPs", np.array(np.inf, dtype=np.float16), "float16 holds this answer only rounded"),
+])
+def test_an_answer_its_dtype_rounded_is_not_right_and_the_hint_says_why(capsys, name, answer, hint):
+    from lecture_utils.exercises import ANSWERS, check_answer
+
+    check_answer(name, answer)
+    out = capsys.readouterr().out
+    assert out.startswith(f"✗ {name}: ") and f"hint: {hint}" in out
+    assert f"{ANSWERS[name].expected:,}" not in out and str(ANSWERS[name].expected) not in out.split("hint")[1]
+
+
+@pytest.mark.parametrize(("name", "answer"), [
+    ("Q5, stride[0] that view(-1) needs", torch.tensor(12)), ("Q1, forward FLOPs", torch.tensor(720_896.0)),
+    ("E6.2 3. batches in 80 GB", torch.tensor(76_293.0, dtype=torch.float64)),
+    ("Q2, 1.0 x 2**16 in fp16", torch.tensor(65_536.0).half()),  # here inf is the answer
+])
+def test_the_right_value_in_a_dtype_that_holds_it_is_right(capsys, name, answer):
+    from lecture_utils.exercises import check_answer
+
+    check_answer(name, answer)
+    assert capsys.readouterr().out.startswith(f"✓ {name}: ")
+
+
+def test_a_masked_array_is_not_right(capsys):
+    from lecture_utils.exercises import check_answer
+
+    check_answer("Q5, stride[0] that view(-1) needs", np.ma.masked_array(12, mask=True))  # its hidden data is 12
+    check_answer("E1.1, values of x.T[1:, ::2]", np.ma.masked_array([[1, 9], [2, 10], [3, 11]], mask=True))
+    assert capsys.readouterr().out.count("is not right yet") == 2
+
+
+def test_a_python_float_is_compared_as_the_float64_it_is_with_a_tolerance_too(capsys):
+    check("tight", torch.tensor(0.1, dtype=torch.float64), 0.1, rel=1e-12)  # float32's 0.1 is 1.5e-8 away
+    assert capsys.readouterr().out.startswith("✓ tight: ")
+    with pytest.raises(AssertionError):
+        check("float32 is not", torch.tensor(0.1), 0.1, rel=1e-12)
 def test_measured_prints_a_timings_spread_and_threads_beside_the_value(capsys):
     """The spread is half the IQR over the median; a ratio of two timings adds their spreads."""
     from lecture_utils.bench import Timing

@@ -30,6 +30,7 @@ from test_faults import (  # the in-process CLI and its fast flags (no peak benc
 from lecture_utils import train
 from lecture_utils.train import run as run_module
 from lecture_utils.train import trainer as trainer_module
+from lecture_utils.train.checkpoint import payload_digest
 from lecture_utils.train.resolve import check_fits, settings_change
 from lecture_utils.train.run import resume_payload
 
@@ -328,6 +329,13 @@ def test_a_checkpoint_of_another_model_size_from_notebook_08_is_one_line(tmp_pat
     train.save_checkpoint(out / "checkpoint.pt", wide, torch.optim.AdamW(wide.parameters()), 1)
     code, _, err = _main(capsys, "--steps", "3", "--out", str(out), "--resume")
     assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"python -m lecture_utils.train: error: {out / 'checkpoint.pt'} holds no sha256 of its "
+                             "contents and settings")  # issue 38: --resume continues only the trainer's checkpoints
+    payload = torch.load(out / "checkpoint.pt", weights_only=True)  # the same, with an intact sha256
+    payload["extra"] = {"sha256": payload_digest(payload["model"], payload["optimizer"], 1, payload["rng"], {})}
+    torch.save(payload, out / "checkpoint.pt")
+    code, _, err = _main(capsys, "--steps", "3", "--out", str(out), "--resume")
+    assert code == 2 and len(err) == 1, err
     assert err[0].startswith(f"python -m lecture_utils.train: error: {out / 'checkpoint.pt'} cannot be loaded into "
                              "this run's tiny model and optimizer: Error(s) in loading state_dict for GPT")
 
@@ -359,7 +367,8 @@ def test_check_fits_compares_the_predicted_step_with_what_is_free(monkeypatch):
 
 def test_a_loss_gone_nan_stops_the_run_and_keeps_the_last_finite_checkpoint(tmp_path, capsys):
     out = tmp_path / "R"
-    code, _, err = _main(capsys, "--steps", "20", "--out", str(out), "--lr", "1e6", "--ckpt-every", "1")
+    code, _, err = _main(capsys, "--steps", "20", "--out", str(out), "--lr", "1e6", "--weight-decay", "0", "--ckpt-every",
+                          "1")
     assert code == 1 and len(err) == 1, err
     last = _step(out)
     assert err[0] == (f"python -m lecture_utils.train: error: step {last + 1}: the loss is nan (not finite), so "
@@ -372,7 +381,7 @@ def test_a_loss_gone_nan_stops_the_run_and_keeps_the_last_finite_checkpoint(tmp_
 
 def test_a_nan_before_any_checkpoint_says_there_is_none(tmp_path, capsys):
     out = tmp_path / "R"
-    code, _, err = _main(capsys, "--steps", "20", "--out", str(out), "--lr", "1e6")
+    code, _, err = _main(capsys, "--steps", "20", "--out", str(out), "--lr", "1e6", "--weight-decay", "0")
     assert code == 1 and not (out / "checkpoint.pt").exists()
     assert err[0].endswith("saved nothing of it; no checkpoint has been saved yet: lower --lr (now 1e+06) and start "
                            "over with --overwrite")

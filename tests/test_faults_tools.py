@@ -1,12 +1,16 @@
 """Faults of the second hostile sweep (issue 29) in the tools around the notebooks: a Lab copy of a
 notebook, file names that are shell code, a half-made .venv (the GPU check's are in
-test_gpu_check.py, the exercises' in test_exercises.py)."""
+test_gpu_check.py, the exercises' in test_exercises.py); and of the third (issue 38): a lesson cell
+that does not compile, `make site` stopped by a signal."""
 
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -122,3 +126,55 @@ class TestHalfMadeVenv:  # its own xdist unit (tests/conftest.py)
         assert f"{venv} is incomplete (an interrupted make setup?): making it again" in output
         assert subprocess.run([venv / "bin" / "python", "-m", "pip", "--version"], capture_output=True).returncode == 0
         assert not (venv / ".installed").exists()  # offline, the install itself failed: the next make retries
+
+
+# --- issue 38: a lesson cell that does not compile is refused; make site cleans up on a signal
+
+
+def test_a_lesson_cell_that_does_not_compile_is_refused_naming_the_notebook_and_the_line(tmp_path, capsys):
+    """X01: the syntax error went into the package (every import failed after it), exit 0."""
+    root = _toy(tmp_path, [])
+    twin = root / "py_src" / "01_toy.py"
+    twin.write_text("# %% [markdown]\n# A lesson.\n\n" + twin.read_text().replace("return 0.5", "return (0.5"))
+    (root / "notebooks.txt").write_text("01_toy\n02_late\n")  # a later notebook whose lesson is fine
+    (root / "py_src" / "02_late.py").write_text("# %%\n# @save lecture_utils/late.py\ndef late():\n    return 1\n")
+    (root / "lecture_utils" / "late.py").write_text('"""Late."""\n')
+    before = {p.name: p.read_text() for p in (root / "lecture_utils").iterdir()}
+    message = ("export: py_src/01_toy.py, line 7: a `# @save` lesson cell does not compile ('(' was never closed); "
+               "nothing was exported")
+    for run in (lambda: export_lessons.main(["--root", str(root)]), lambda: export_lessons.stale(root)):
+        with pytest.raises(SystemExit) as exit_:
+            run()
+        assert str(exit_.value) == message
+    assert {p.name: p.read_text() for p in (root / "lecture_utils").iterdir()} == before  # nothing written
+    assert twin.read_text().splitlines()[6] == "    return (0.5"  # line 7, as named
+
+
+def test_make_site_stopped_by_a_signal_removes_its_temporary_folder(tmp_path, capsys, monkeypatch):
+    """S02: each SIGTERM left a 12 MB site-src-* folder in the temporary directory."""
+    import build_site  # (scripts/ is on the path: see export_lessons above)
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where TemporaryDirectory makes site-src-*
+    seen = []
+
+    def sphinx(argv):  # Sphinx at work in the temporary folder when the signal comes
+        seen.extend(tmp_path.glob("site-src-*/src"))
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler runs here, at once
+        return 0
+
+    monkeypatch.setattr(build_site, "prepare_source", lambda notebooks, src, readme, edition: src.mkdir())
+    monkeypatch.setattr(build_site, "build_main", sphinx)
+
+    def unhandled(signum, frame):  # what build_site would leave to the default action: the end, no clean-up
+        raise AssertionError("build_site did not handle SIGTERM")
+
+    before = signal.signal(signal.SIGTERM, unhandled)  # (so that a failure here does not end pytest itself)
+    started = time.monotonic()
+    try:
+        assert build_site.main(["--out", str(tmp_path / "site")]) == 143
+        assert signal.getsignal(signal.SIGTERM) is unhandled  # its own handler is gone again
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert time.monotonic() - started < 4 and len(seen) == 1 and list(tmp_path.glob("site-src-*")) == []
+    assert capsys.readouterr().err == "build_site: stopped by SIGTERM; nothing is left in the temporary folder\n"

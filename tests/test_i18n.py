@@ -477,3 +477,63 @@ def test_saving_a_chinese_notebook_in_lab_writes_no_py_twin(tmp_path):
 
     asyncio.run(save())
     assert sorted(os.listdir(tmp_path / "py_src")) == []
+
+
+# --- issue 38, item 4: a catalog that msgfmt --check refuses is refused, before anything is written
+
+MSGFMT = shutil.which("msgfmt")  # GNU gettext, the oracle where it is installed (a fresh machine may lack it)
+DUPLICATE = '\nmsgctxt "b"\nmsgid "Second cell."\nmsgstr "又一个。"\n'
+
+
+@pytest.mark.parametrize(("old", "new", "bad", "why"), [
+    ('"世界"', '"世界', '"世界', "end-of-line within string"),  # F01: polib dropped the line's last character
+    ('"世界"', '"世\\q界"', '"世\\q界"', "syntax error"),  # an escape msgfmt does not know (polib keeps it)
+    ('"世界"', '"世界" 好', '"世界" 好', "syntax error"),
+    ('"世界"', '世界"', '世界"', "end-of-line within string"),
+    ('msgstr "第二个单元格。"', 'msgstr "第二个单元格。"\n\n#~ msgctxt "old"\n#~ msgid "gone', '#~ msgid "gone',
+     "end-of-line within string"),  # an obsolete entry
+    ('msgctxt "b"', '#, fuzzy\n#| msgid "Second\nmsgctxt "b"', '#| msgid "Second', "end-of-line within string"),
+    ('msgstr "第二个单元格。"', 'msgstr "第二个单元格。"\n\nmsgctxt "b"\nmsgid "Second cell."\nmsgstr "又一个。"',
+     'msgctxt "b"', "duplicate message definition"),  # polib keeps both; the notebook would get either
+])
+def test_a_catalog_msgfmt_refuses_is_refused_before_anything_is_written(tmp_path, capsys, old, new, bad, why):
+    _toy(tmp_path, [("a", "Hello\nworld"), ("b", "Second cell.")])
+    i18n.extract(tmp_path)
+    _translate(tmp_path, {"a": "你好\n世界", "b": "第二个单元格。"})
+    path = i18n.catalog_path(tmp_path, "01_toy")
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    planted = text.replace(old, new)
+    path.write_text(planted, encoding="utf-8")
+    line = [n for n, text_line in enumerate(planted.splitlines(), 1) if text_line == bad][-1]
+    for command in ("build", "check", "extract"):
+        assert i18n.main(["--root", str(tmp_path), command]) == 2
+        assert capsys.readouterr().err == (f"i18n: {path}: cannot read the catalog: line {line}: {why} (as msgfmt "
+                                           "--check says); nothing was written\n")
+    assert not (tmp_path / i18n.ZH).exists() and path.read_text(encoding="utf-8") == planted
+    if MSGFMT:  # the oracle: msgfmt refuses it too, at that line (a duplicate: at its msgid, the next one)
+        proc = subprocess.run([MSGFMT, "--check", "-o", os.devnull, str(path)], capture_output=True, text=True)
+        assert proc.returncode != 0 and any(f"{path}:{n}:" in proc.stderr for n in (line, line + 1)), proc.stderr
+
+
+def test_what_msgfmt_accepts_is_read(tmp_path):
+    """msgfmt's escapes, quotes inside comments, obsolete and previous entries: read, as msgfmt reads them."""
+    _toy(tmp_path, [("a", "Hello"), ("b", "Second cell.")])
+    i18n.extract(tmp_path)
+    path = i18n.catalog_path(tmp_path, "01_toy")
+    text = path.read_text(encoding="utf-8").replace('msgctxt "a"\nmsgid "Hello"\nmsgstr ""', '#. a "quoted" word\n'
+                                                    'msgctxt "a"\nmsgid "Hello"\nmsgstr "\\t\\x41\\101 \\"你好\\"\\\\"')
+    text = text.replace('msgctxt "b"', '#, fuzzy\n#| msgid "Old"\nmsgctxt "b"')
+    path.write_text(text + '\n#~| msgid "Older"\n#~ msgctxt "z"\n#~ msgid "Gone"\n#~ msgstr "走了"\n', encoding="utf-8")
+    entries = {e.msgctxt: e for e in i18n.read_catalog(path)}
+    assert entries["a"].msgstr.startswith("\t") and entries["a"].msgstr.endswith('"你好"\\') and entries["b"].fuzzy
+    if MSGFMT:
+        assert subprocess.run([MSGFMT, "--check", "-o", os.devnull, str(path)], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(MSGFMT is None, reason="GNU msgfmt (gettext) is not installed: the strict reader is checked above")
+def test_every_catalog_passes_msgfmt_check():
+    for name in NAMES:
+        path = i18n.catalog_path(ROOT, name)
+        proc = subprocess.run([MSGFMT, "--check", "-o", os.devnull, str(path)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr

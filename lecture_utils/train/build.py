@@ -110,14 +110,23 @@ def tokens(split: str, vocab_size: int) -> np.memmap:
         raise ValueError(f"cannot read the {split} tokens: {reason}") from None
 
 
+class Interrupted(Exception):
+    """A stop signal came between two batches of a step or of a validation: leave them at once."""
+
+
 class Batches:
     """The token windows a step draws: ``accum`` micro-batches of the global batch, each process
-    keeping its own rows. The data order is one generator, saved in every checkpoint."""
+    keeping its own rows. The data order is one generator, saved in every checkpoint.
+
+    ``stop_requested`` (the Trainer's: a stop signal, agreed by every process) is asked before each
+    batch but a step's first (the step boundary has just asked): a signal ends a long validation or
+    a step of many micro-batches within one batch, with ``Interrupted``."""
 
     def __init__(self, plan: Plan, cfg: TrainConfig, ddp, train, val):
         self.plan, self.cfg, self.ddp, self.train, self.val = plan, cfg, ddp, train, val
         self.micro, self.accum = plan.micro, cfg.accum  # halved / doubled by the OOM recovery
         self.generator = torch.Generator().manual_seed(cfg.seed + 1)
+        self.stop_requested = lambda: False
 
     def __len__(self) -> int:
         return self.accum
@@ -125,7 +134,11 @@ class Batches:
     def __iter__(self):
         """One step's micro-batches. Under DDP all but the last skip the gradient all-reduce
         (``require_backward_grad_sync``): gradients are reduced once per step."""
+        state = self.generator.get_state()
         for i in range(self.accum):
+            if i and self.stop_requested():  # the step is dropped, as if never begun (its gradients are unused)
+                self.generator.set_state(state)  # so that a resume draws its batches again
+                raise Interrupted
             if self.ddp is not None:
                 self.ddp.require_backward_grad_sync = i == self.accum - 1
             yield self._draw()
@@ -142,6 +155,8 @@ class Batches:
         """The same validation windows every time (their own fixed generator)."""
         generator = torch.Generator().manual_seed(10_000 + self.cfg.seed)
         for _ in range(self.cfg.val_batches):
+            if self.stop_requested():
+                raise Interrupted
             windows = sample_windows(self.val, self.cfg.batch_size // self.cfg.accum, self.plan.seq_len, generator)
             windows = windows.to(self.plan.device)
             yield windows[:, :-1], windows[:, 1:]

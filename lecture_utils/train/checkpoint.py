@@ -19,9 +19,14 @@ import torch
 
 from lecture_utils.files import replace_atomically
 
+DIGEST = "sha256"  # the key in a Trainer checkpoint's ``extra`` that holds payload_digest
 
-def payload_digest(model_state: dict, optimizer_state: dict, step: int, rng: dict) -> str:
-    """sha256 over every tensor's bytes and every plain value of a checkpoint's payload."""
+
+def payload_digest(model_state: dict, optimizer_state: dict, step: int, rng: dict, settings: dict | None = None) -> str:
+    """sha256 over every tensor's bytes and every plain value of a checkpoint's payload: its model,
+    optimizer, step and RNG states and the run's ``settings`` (the ``extra`` that --resume relies on:
+    config, training settings, resolved warm-up and precision, the data's sha256; without the digest
+    itself). ``settings=None`` gives the digest of checkpoints saved before issue 38, which left them out."""
     h = hashlib.sha256()
 
     def feed(x):
@@ -43,7 +48,7 @@ def payload_digest(model_state: dict, optimizer_state: dict, step: int, rng: dic
         else:
             h.update(repr(x).encode())
 
-    feed([model_state, optimizer_state, int(step), rng])
+    feed([model_state, optimizer_state, int(step), rng, *([] if settings is None else [settings])])
     return h.hexdigest()
 
 
@@ -94,14 +99,20 @@ def read_checkpoint(path: str | Path) -> dict:
     problem = _layout_problem(payload)
     if problem:
         raise ValueError(f"{path} is not a lecture_utils checkpoint ({problem})")
-    extra = payload.get("extra")
-    saved = extra.get("sha256") if isinstance(extra, dict) else None
-    if saved is not None:  # the Trainer's checkpoints carry one (lecture_utils/train/run.py)
-        got = payload_digest(payload["model"], payload["optimizer"], payload["step"], payload["rng"])
-        if got != saved:
+    saved = digest_of(payload)
+    if saved is not None:  # the Trainer's checkpoints carry one (lecture_utils/train/trainer.py)
+        parts = payload["model"], payload["optimizer"], payload["step"], payload["rng"]
+        got = payload_digest(*parts, {k: v for k, v in payload["extra"].items() if k != DIGEST})
+        if got != saved and payload_digest(*parts) != saved:  # (the second: a checkpoint saved before issue 38)
             raise ValueError(f"{path} is corrupt: its contents do not match the sha256 saved with them "
-                             f"({got[:12]}... vs {saved[:12]}...); resume from an intact copy")
+                             f"({got[:12]}... vs {str(saved)[:12]}...); resume from an intact copy")
     return payload
+
+
+def digest_of(payload: dict):
+    """The sha256 the Trainer saved in a checkpoint's ``extra`` (None if it has none: notebook 08's)."""
+    extra = payload.get("extra")
+    return extra.get(DIGEST) if isinstance(extra, dict) else None
 
 
 def _layout_problem(payload) -> str | None:

@@ -8,8 +8,8 @@
 Exit codes: 0 done; 2 a usage error (bad value, --out held by another trainer or holding a run
 without --resume/--overwrite, a corrupt checkpoint, a resume with another config); 1 a fault
 while writing (disk full, no permission: the last checkpoint is intact); 130/143 stopped by
-SIGINT/SIGTERM and 129 SIGHUP (a closed terminal), after saving a checkpoint at the current step
-(resume it with --resume).
+SIGINT/SIGTERM and 129 SIGHUP (a closed terminal), within a batch (validation included), after saving
+a checkpoint at the last step trained (resume it with --resume), or saying that no step was.
 ``plot`` is recognised as the first argument only, so the training command line is unchanged.
 """
 

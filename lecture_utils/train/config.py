@@ -71,7 +71,9 @@ class TrainConfig:
             raise ValueError(f"batch_size ({self.batch_size}) must be divisible by accum ({self.accum})")
         put("lr", validate.positive(self.lr, "lr"))
         put("min_lr", validate.number(self.min_lr, "min_lr", low=0, high=self.lr))
-        put("weight_decay", validate.number(self.weight_decay, "weight_decay", low=0))
+        # decoupled decay scales the weights by 1 - lr * weight_decay each step: past 1/lr, a sign flip, then inf
+        put("weight_decay", validate.number(self.weight_decay, f"weight_decay (at most 1/lr = 1/{self.lr:g}: each step "
+                                            "scales the weights by 1 - lr * weight_decay)", low=0, high=1 / self.lr))
         put("clip", validate.positive(self.clip, "clip"))
         if self.precision is not None:
             put("precision", validate.choice(self.precision, PRECISIONS, "precision"))

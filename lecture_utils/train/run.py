@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 from pathlib import Path
 
 from lecture_utils.console import describe
-from lecture_utils.files import TEMPORARY, FolderLock, move_in, temporary, write_text
-from lecture_utils.train.checkpoint import read_checkpoint
+from lecture_utils.files import FolderLock, move_in, temporary, write_text
+from lecture_utils.train.checkpoint import digest_of, read_checkpoint
 
 # A run's own files in --out: what --overwrite moves aside (the lock stays: this trainer holds it).
 CHECKPOINT = "checkpoint.pt"
@@ -32,6 +33,9 @@ LOCK = ".lock"
 RUN_FILES = (CHECKPOINT, LOG, SUMMARY, CURVES, LOCK)
 _WHAT = {CHECKPOINT: "checkpoint", LOG: "log", SUMMARY: "summary", CURVES: "figure", LOCK: "lock file"}
 _PREVIOUS = re.compile(r"previous-\d+")
+# What a run's own writes leave for a moment (files.temporary: .checkpoint.pt.tmp-PID, ...): the only
+# temporaries a run ever removes from --out. A user's .notes.tmp-999999 is not one of them.
+_OWN_TEMPORARY = re.compile(r"\.(?:" + "|".join(map(re.escape, RUN_FILES)) + r")\.tmp-(\d+)")
 # The checkout's own folders: a run inside one would mix its files with the sources (or ship them).
 SOURCE_FOLDERS = (".git", ".github", ".ci", ".venv", "benchmarks", "data", "docs", "jupyter", "lecture_utils",
                   "notebooks", "py_src", "scripts", "tests")
@@ -54,13 +58,22 @@ def os_error_in(err: BaseException) -> OSError | None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` may still run: a number no process can have (OverflowError) counts as alive, so
+    what it names is kept, never removed."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # someone else's process: alive
+    except (PermissionError, OverflowError):  # someone else's process; or beyond any PID
         return True
     return True
+
+
+def log_line(record: dict) -> str:
+    """A record as one line of strict JSON: a number that is not finite (an MFU over a --peak-flops of
+    5e-324, a gradient norm gone inf) is written null, never Infinity or NaN, which strict parsers refuse."""
+    finite = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in record.items()}
+    return json.dumps(finite) + "\n"
 
 
 def read_log(path: Path) -> tuple[list[dict], str | None]:
@@ -79,7 +92,7 @@ def read_log(path: Path) -> tuple[list[dict], str | None]:
             record = json.loads(line)
             if not isinstance(record, dict) or not isinstance(record.get("step"), int):
                 raise ValueError("not a record with an integer 'step'")
-        except ValueError as err:
+        except (ValueError, RecursionError) as err:  # RecursionError: brackets nested thousands deep
             reason = str(err).splitlines()[0]
             if number == len(lines):
                 note = f"{path} line {number} is torn ({reason}): dropped it"
@@ -203,9 +216,9 @@ class RunFolder:
         self.release()
 
     def clean_stale_temporaries(self) -> None:
-        """Remove ``.NAME.tmp-PID`` files left by processes that no longer exist."""
+        """Remove the run files' ``.NAME.tmp-PID`` left by processes that no longer exist."""
         for path in self.out.iterdir():
-            match = TEMPORARY.match(path.name)
+            match = _OWN_TEMPORARY.fullmatch(path.name)
             if match and (int(match[1]) == os.getpid() or not _alive(int(match[1]))):
                 with contextlib.suppress(OSError):
                     path.unlink()
@@ -243,7 +256,7 @@ class RunFolder:
         if not self.out.is_dir():
             return []
         return sorted(p.name for p in self.out.iterdir()
-                      if p.name not in RUN_FILES and not TEMPORARY.match(p.name) and not _PREVIOUS.fullmatch(p.name))
+                      if p.name not in RUN_FILES and not _OWN_TEMPORARY.fullmatch(p.name) and not _PREVIOUS.fullmatch(p.name))
 
     def refuse_foreign(self) -> None:
         """--overwrite moves a run's own files only: a folder holding anything else is refused as it is."""
@@ -260,7 +273,7 @@ class RunFolder:
         if not items:
             return None
         n = 1
-        while (self.out / f"previous-{n}").exists():
+        while os.path.lexists(self.out / f"previous-{n}"):  # a link to nowhere takes its name too
             n += 1
         target = self.out / f"previous-{n}"
         target.mkdir()
@@ -303,7 +316,7 @@ class RunFolder:
         if note:
             self.echo(note)
         kept = [r for r in records if r["step"] <= up_to_step]
-        self.write(LOG, "".join(json.dumps(r) + "\n" for r in kept), what="rewrite the log")
+        self.write(LOG, "".join(log_line(r) for r in kept), what="rewrite the log")
         return kept
 
     def kept(self) -> str:
@@ -316,7 +329,7 @@ class RunFolder:
         """One line per record, appended with one write (never through a link put in the log's place)."""
         try:
             with open(self.out / LOG, "a", opener=_no_follow) as f:
-                f.write(json.dumps(record) + "\n")
+                f.write(log_line(record))
         except OSError as err:
             then = ("free the space or fix the folder, then --resume" if self.saved is not None
                     else "free the space or fix the folder, then start over with --overwrite")
@@ -351,11 +364,17 @@ class RunFolder:
 
 def resume_payload(out: Path) -> dict:
     """The checkpoint --resume continues: one ValueError naming the file and why, if there is none
-    or it cannot be used (read_checkpoint: truncated, flipped bytes, another program's pickle)."""
+    or it cannot be used (read_checkpoint: truncated, flipped bytes, another program's pickle), or if
+    it carries no sha256 to check its settings with (a renamed or missing ``extra`` or sha256)."""
     folder = RunFolder(out)
     folder.refuse_odd()  # a link or a folder in a run file's place (the lock's too): named as such
     folder.refuse_busy()  # a live run is named as one, not read as "nothing to resume"
     path = Path(out) / CHECKPOINT
     if not path.is_file():
         raise ValueError(folder.nothing_to_resume())
-    return read_checkpoint(path)
+    payload = read_checkpoint(path)
+    if digest_of(payload) is None:  # its settings, which --resume relies on, could not be checked
+        raise ValueError(f"{path} holds no sha256 of its contents and settings (the trainer saves one with each "
+                         "checkpoint; save_checkpoint alone does not, and a damaged file may have lost it): "
+                         "--resume continues only an intact checkpoint of the trainer's; start over with --overwrite")
+    return payload

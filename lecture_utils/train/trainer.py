@@ -21,8 +21,14 @@ import torch
 import torch.distributed as dist
 
 from lecture_utils.train import loop
-from lecture_utils.train.build import build, data_digests
-from lecture_utils.train.checkpoint import payload_digest, resume_from, rng_state, save_checkpoint
+from lecture_utils.train.build import Interrupted, build, data_digests
+from lecture_utils.train.checkpoint import (
+    DIGEST,
+    payload_digest,
+    resume_from,
+    rng_state,
+    save_checkpoint,
+)
 from lecture_utils.train.config import TrainConfig
 from lecture_utils.train.resolve import Process, check_settings, resolve, resolve_peak
 from lecture_utils.train.run import (
@@ -51,6 +57,7 @@ class Trainer:
         self.config_change = check_settings(payload, cfg, self.plan, self.out / CHECKPOINT, allow_config_change,
                                             self.say) if resume else None  # logged with the next step
         self.parts = build(self.plan, cfg, train_data=train_data, val_data=val_data)
+        self.parts.batches.stop_requested = self._sync_flags  # asked between batches (build.Batches)
         self.step, self.saved_step, self.logged = 0, None, []  # logged: the log's records kept on resume
         self.peak, self.peak_source = cfg.peak_flops, "given by --peak-flops" if cfg.peak_flops else None
         self.requested = self.interrupted = self.log_error = None  # signals; rank 0's failed log append
@@ -111,14 +118,14 @@ class Trainer:
 
     def run(self) -> list[dict]:
         """Train from ``self.step`` to ``cfg.steps``; return the log records of this call.
-        SIGINT/SIGTERM/SIGHUP stop it after the current step, with a checkpoint saved there."""
+        SIGINT/SIGTERM/SIGHUP stop it at the next batch, with a checkpoint saved at the last step trained."""
         cfg, records = self.cfg, []
         with StopSignals(self):
             if self.step < cfg.steps:
                 peak = self._peak_flops()
                 self.say(first_line(self, peak))
                 self._sync_flags()  # a signal that came before the first step
-                with progress_bar(self) as bar:
+                with progress_bar(self) as bar, contextlib.suppress(Interrupted):  # (a step cut short: dropped)
                     self._loop(records, peak, bar)
             else:
                 self.say(f"{self.out} is already at step {self.step} of --steps {cfg.steps}: nothing to train "
@@ -134,7 +141,7 @@ class Trainer:
 
     def _loop(self, records: list[dict], peak: float, bar) -> None:
         """Notebook 08's loop, a step at a time, with the log, validation and checkpoints after it."""
-        cfg, plan, parts = self.cfg, self.plan, self.parts
+        cfg, plan = self.cfg, self.plan
         while self.step < cfg.steps and self.interrupted is None:
             lr = loop.cosine_lr(self.step, cfg.lr, cfg.min_lr, plan.warmup, cfg.steps)
             seconds, (loss, norm) = timed(plan.device, self._step_with_oom_recovery, lr)
@@ -143,7 +150,7 @@ class Trainer:
             self.step += 1
             record = step_record(self.step, loss, lr, norm, seconds, plan, cfg, peak)
             if cfg.val_every and (self.step % cfg.val_every == 0 or self.step == cfg.steps):
-                record["val_loss"] = mean(plan.process, loop.evaluate(parts.step_model, parts.batches.validation()))
+                record_val_loss(self, record)
             if self.config_change:  # --allow-config-change: the first resumed step records it
                 record["config_change"], self.config_change = self.config_change, None
             records.append(record)
@@ -159,9 +166,10 @@ class Trainer:
             if (cfg.ckpt_every and self.step % cfg.ckpt_every == 0) or self.step == cfg.steps:
                 self.save()
 
-    def _sync_flags(self) -> None:
-        """At a step boundary: every rank's stop request and rank 0's log failure, agreed by all
-        (the largest signal wins), so that every rank stops, or fails, at the same step."""
+    def _sync_flags(self) -> bool:
+        """At a step boundary (or between batches): every rank's stop request and rank 0's log failure,
+        agreed by all (the largest signal wins), so that every rank stops, or fails, at the same place.
+        Returns whether to stop."""
         flags = [self.requested or 0, int(self.log_error is not None)]
         if self.plan.process.distributed:
             t = torch.tensor(flags, device=self.plan.device if self.plan.device.type == "cuda" else "cpu")
@@ -170,6 +178,7 @@ class Trainer:
         if flags[1]:
             raise self.log_error or RunError("stopped: rank 0 could not append to the log")
         self.interrupted = flags[0] or None
+        return self.interrupted is not None
 
     def save(self) -> None:
         """Rank 0 writes the checkpoint (ZeRO-1 first gathers the optimizer's shards there); every
@@ -178,13 +187,9 @@ class Trainer:
         if self.cfg.zero1:
             parts.optimizer.consolidate_state_dict(to=0)
         if self.folder:
-            generator = parts.batches.generator
-            digest = payload_digest(parts.raw_model.state_dict(), parts.optimizer.state_dict(), self.step,
-                                    rng_state(generator))
             try:
                 self.folder.save(save_checkpoint, self.step, parts.raw_model, parts.optimizer, self.step,
-                                 generator=generator, config=dataclasses.asdict(self.plan.model_cfg),
-                                 train=dataclasses.asdict(self.cfg), resolved=self.plan.resolved(), sha256=digest)
+                                 generator=parts.batches.generator, **checkpoint_extra(self))
             except RunError as err:
                 error = err
         agree(self.plan.process, error)
@@ -192,6 +197,27 @@ class Trainer:
 
 
 # --- the pieces around the class ---------------------------------------------------------
+
+
+def record_val_loss(trainer: Trainer, record: dict) -> None:
+    """The lesson's evaluate into ``record["val_loss"]``; a stop signal cuts it short (the step is then
+    logged and saved without it)."""
+    parts = trainer.parts
+    try:
+        record["val_loss"] = mean(trainer.plan.process, loop.evaluate(parts.step_model, parts.batches.validation()))
+    except Interrupted:
+        parts.step_model.train()  # evaluate, left midway, did not switch back
+
+
+def checkpoint_extra(trainer: Trainer) -> dict:
+    """The run's settings that --resume relies on (model, training settings, resolved choices), and the
+    sha256 of them with the rest of the checkpoint's payload, which read_checkpoint checks."""
+    parts = trainer.parts
+    settings = {"config": dataclasses.asdict(trainer.plan.model_cfg), "train": dataclasses.asdict(trainer.cfg),
+                "resolved": trainer.plan.resolved()}
+    digest = payload_digest(parts.raw_model.state_dict(), parts.optimizer.state_dict(), trainer.step,
+                            rng_state(parts.batches.generator), settings)
+    return {**settings, DIGEST: digest}
 
 
 def not_finite(trainer: Trainer, loss: float) -> str:
@@ -208,6 +234,8 @@ def write_summary(trainer: Trainer, records: list[dict]) -> None:
     """``summary.json``: where the run ended, what MFU divided by, each process's optimizer state."""
     from lecture_utils.optim import state_bytes
 
+    if not trainer.step:  # stopped before its first step: no summary, so that the next start is a plain one
+        return
     optimizer, process = trainer.parts.optimizer, trainer.plan.process
     per_rank = [state_bytes(optimizer.optim if trainer.cfg.zero1 else optimizer)]
     if process.distributed:
@@ -294,10 +322,11 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SI
 
 
 class StopSignals:
-    """SIGINT/SIGTERM/SIGHUP ask the loop to stop after the current step, where run() saves a
-    checkpoint; further signals are held (ignored) until then, so a second Ctrl-C cannot lose the
-    save. Under torchrun, which forwards SIGTERM to every process, the ranks agree on the step
-    (``Trainer._sync_flags``). Installed in the main thread only (Python's rule)."""
+    """SIGINT/SIGTERM/SIGHUP ask the loop to stop at the next batch (build.Batches asks between a
+    step's micro-batches and a validation's batches), where run() saves a checkpoint; further
+    signals are held (ignored) until then, so a second Ctrl-C cannot lose the save. Under torchrun,
+    which forwards SIGTERM to every process, the ranks agree on where (``Trainer._sync_flags``).
+    Installed in the main thread only (Python's rule)."""
 
     def __init__(self, trainer: Trainer):
         self.trainer, self.old = trainer, {}
