@@ -15,7 +15,7 @@ LESSONS := $(shell cat notebooks.txt)
 NOTEBOOKS := $(LESSONS:%=notebooks/%.ipynb)
 LAB_ARGS ?=
 
-.PHONY: help setup lab test test-slow unit nbval run regen export lint lint-workflows wheel bench data corpus gpu-check gpu-rehearsal clean \
+.PHONY: help setup lab test test-slow unit nbval run regen export lint lint-workflows wheel bench mutation data corpus gpu-check gpu-rehearsal clean \
 	site slides site-check i18n zh
 
 help:  ## list the targets
@@ -136,6 +136,12 @@ wheel: $(STAMP)  ## dist/pytorch_resource_accounting-*.whl: the package and its 
 bench: $(STAMP)  ## speed benchmarks (by hand; not part of make test)
 	@for b in benchmarks/[a-z]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
+# mutmut mutates the lesson's calculators and measurers ([tool.mutmut] in pyproject.toml), make test's unit
+# tests and then the notebooks (nbval) try to kill each mutant, and hand-planted errors must fail a notebook.
+# An hour or more on 2 cores; the last run's record is docs/mutation.md.
+mutation: $(STAMP)  ## mutation testing: do the checks catch wrong code? (by hand; report in build/mutation/)
+	$(BIN)/python scripts/mutation.py
+
 site: $(STAMP)  ## static site from the stored outputs (no execution) in build/site/
 	$(BIN)/python scripts/build_site.py --out build/site $(NOTEBOOKS)
 
@@ -163,4 +169,4 @@ gpu-rehearsal: $(STAMP)  ## the same stages on this CPU, as on the lent GPU mach
 	$(BIN)/python scripts/gpu_check.py --device cpu --out build/gpu-rehearsal
 
 clean:  ## remove build outputs (keeps .venv)
-	rm -rf build dist .pytest_cache .ruff_cache
+	rm -rf build dist mutants .pytest_cache .ruff_cache

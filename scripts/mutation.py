@@ -108,18 +108,20 @@ def notebooks_fail(notebooks: list[str], *, tree: Path, env: dict) -> str | None
     return None
 
 
-def try_plant(plant: tuple) -> str | None:
-    """Plant one wrong line in a copy of the checkout; the notebook that caught it, or None."""
-    what, path, old, new, notebooks = plant
+def try_plant(plant: tuple | None) -> str | None:
+    """Plant one wrong line in a copy of the checkout; the notebook that caught it, or None.
+    ``None`` plants nothing: the control, whose notebooks must all pass."""
+    what, path, old, new, notebooks = plant or ("", None, "", "", sorted({p[-1][0] for p in PLANTS}))
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / "tree"
         shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(".venv", "mutants", "build", ".git", "node_modules",
                                                                    "__pycache__", ".pytest_cache"))
-        target = tree / path
-        text = target.read_text(encoding="utf-8")
-        if text.count(old) < 1:
-            raise SystemExit(f"mutation: plant {what!r}: {old!r} is not in {path} (update PLANTS)")
-        target.write_text(text.replace(old, new), encoding="utf-8")
+        if path:
+            target = tree / path
+            text = target.read_text(encoding="utf-8")
+            if old not in text:
+                raise SystemExit(f"mutation: plant {what!r}: {old!r} is not in {path} (update PLANTS)")
+            target.write_text(text.replace(old, new), encoding="utf-8")
         return notebooks_fail(notebooks, tree=tree, env={})
 
 
@@ -130,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plants-only", action="store_true", help="only the hand plants")
     args = parser.parse_args(argv)
     report: dict = {"plants": {}}
+    unplanted = try_plant(None)
+    if unplanted:  # else every plant would look caught
+        raise SystemExit(f"mutation: notebook {unplanted} fails with nothing planted: fix it (make test) first")
     for plant in PLANTS:
         caught = try_plant(plant)
         report["plants"][plant[0]] = caught

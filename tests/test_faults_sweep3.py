@@ -406,12 +406,13 @@ def test_a_corpus_file_that_is_a_device_or_a_fifo_is_one_line_and_never_read(tmp
 @pytest.mark.slow
 @pytest.mark.multiprocess
 class TestTorchLogs:  # its own xdist unit (tests/conftest.py)
-    @pytest.mark.parametrize("cli", ["lecture_utils.train", "lecture_utils"])
+    @pytest.mark.parametrize("cli", ["lecture_utils.train", "lecture_utils", "lecture_utils.data prepare"])
     def test_a_torch_logs_that_torch_refuses_is_one_line(self, tmp_path, cli):
         """H06: torch's own import traceback."""
-        args = ["--steps", "1", "--out", str(tmp_path / "R")] if cli.endswith("train") else ["estimate"]
-        proc = subprocess.run([sys.executable, "-m", cli, *args], cwd=ROOT, env={**ENV, "TORCH_LOGS": "nonsense"},
-                              capture_output=True, text=True, timeout=120)
+        args = {"lecture_utils.train": ["--steps", "1", "--out", str(tmp_path / "R")], "lecture_utils": ["estimate"],
+                "lecture_utils.data prepare": ["--data-dir", str(tmp_path / "R")]}[cli]
+        proc = subprocess.run([sys.executable, "-m", *cli.split(), *args], cwd=ROOT,
+                              env={**ENV, "TORCH_LOGS": "nonsense"}, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and proc.stdout == "" and proc.stderr == (
             f"python -m {cli}: error: TORCH_LOGS='nonsense' is not a setting torch knows (TORCH_LOGS=\"help\" lists "
             "them): fix it, or unset TORCH_LOGS\n")
