@@ -13,6 +13,9 @@ KERNEL := pytorch-resource-accounting
 # never joins a target, and no file name found on disk reaches the shell.
 LESSONS := $(shell cat notebooks.txt)
 NOTEBOOKS := $(LESSONS:%=notebooks/%.ipynb)
+# The Chinese edition (make zh): generated from the English notebooks and locale/zh_CN, then run there,
+# so that what the code prints and draws is Chinese too (lecture_utils/language.py).
+ZH_NOTEBOOKS := $(LESSONS:%=notebooks/zh/%.ipynb)
 LAB_ARGS ?=
 
 .PHONY: help setup lab test test-slow unit nbval run regen export lint lint-workflows wheel bench mutation data corpus gpu-check gpu-rehearsal clean \
@@ -102,7 +105,8 @@ regen: export  ## export lesson code, re-execute notebooks in place (new goldens
 	$(EXECUTE) --to notebook --inplace $(TWINS:py_src/%.py=notebooks/%.ipynb)
 	$(BIN)/jupytext --sync --quiet $(TWINS)
 	$(I18N) extract
-	$(I18N) build
+	$(I18N) build $(TWINS:py_src/%.py=%)
+	$(EXECUTE) --to notebook --inplace $(TWINS:py_src/%.py=notebooks/zh/%.ipynb)
 
 # The Chinese edition (CONTRIBUTING.md, "Translations"): locale/zh_CN/LC_MESSAGES/NN_topic.po holds
 # the Chinese of each markdown cell (gettext, polib); notebooks/zh/ is generated from the English
@@ -113,8 +117,9 @@ I18N := $(BIN)/python scripts/i18n.py
 i18n: $(STAMP)  ## update the Chinese catalogs from the English notebooks (changed cells go fuzzy)
 	$(I18N) extract
 
-zh: $(STAMP)  ## write notebooks/zh/ (the Chinese notebooks) from the English notebooks and the catalogs
+zh: $(STAMP)  ## write notebooks/zh/ (the Chinese notebooks) from the English notebooks and the catalogs, and run them
 	$(I18N) build
+	$(EXECUTE) --to notebook --inplace $(ZH_NOTEBOOKS)
 
 export: $(STAMP)  ## copy every `# @save` lesson cell into lecture_utils (the notebook is the source)
 	$(BIN)/python scripts/export_lessons.py

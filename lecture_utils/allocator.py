@@ -19,6 +19,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from lecture_utils.device import as_device
+from lecture_utils.language import _
 
 # Kineto (the profiler's backend) logs a line to stderr each time a profile starts and stops,
 # which a notebook would show under the cell; level 6 keeps only what a user must see.
@@ -33,7 +34,7 @@ class Allocated:
         self.device = as_device(device)
         self.bytes: int | None = None
         self.counter = {"cuda": "torch.cuda.memory_allocated()", "mps": "torch.mps.current_allocated_memory()",
-                        "cpu": "the CPU allocator's events (torch.profiler)"}[self.device.type]
+                        "cpu": _("the CPU allocator's events (torch.profiler)")}[self.device.type]
         self._profile = None
 
     def _now(self) -> int:

@@ -23,6 +23,7 @@ from lecture_utils.checks import measured
 from lecture_utils.device import as_device
 from lecture_utils.dtypes import as_dtype, spec_name
 from lecture_utils.hardware import cpu_spec, detect
+from lecture_utils.language import _
 
 UNRELIABLE_SPREAD = 0.25  # ± a quarter of the median: a timing that noisy says little
 SLOWER_BY = 1.5  # a larger size this much slower than a smaller one is noise, not the kernel
@@ -95,19 +96,21 @@ def conditions(*timings: Timing, rising: list[float] | tuple[float, ...] = ()) -
     others = psutil.cpu_percent(interval=0.2) / 100 * (psutil.cpu_count() or cores)
     needed = max((t.threads for t in timings), default=1)
     if needed > cores - others + 0.25:
-        reasons.append(f"other processes busy on {others:.1f} of {cores} cores, {needed} thread{'s' * (needed > 1)} timed")
+        reasons.append(_("other processes busy on {others} of {cores} cores, {needed} timed").format(
+            others=f"{others:.1f}", cores=cores,
+            needed=_("1 thread") if needed == 1 else _("{n} threads").format(n=needed)))
     load = psutil.getloadavg()[0]
     if load > cores:
-        reasons.append(f"load average {load:.1f} > {cores} cores")
+        reasons.append(_("load average {load} > {cores} cores").format(load=f"{load:.1f}", cores=cores))
     worst = max((t.spread for t in timings), default=0.0)
     if worst > UNRELIABLE_SPREAD:
-        reasons.append(f"a spread of ±{worst:.0%}")
+        reasons.append(_("a spread of ±{spread}").format(spread=f"{worst:.0%}"))
     drops = [later / earlier for earlier, later in zip(rising, rising[1:], strict=False) if later * SLOWER_BY < earlier]
     if drops:
-        reasons.append(f"a larger size ran {1 / min(drops):.3g}x slower than a smaller one")
-    measured("timing conditions", "UNRELIABLE, the figures above may mislead: " + "; ".join(reasons) if reasons
-             else f"reliable ({others:.1f} of {cores} cores busy elsewhere, load {load:.1f}, "
-                  f"spreads within ±{worst:.0%})")
+        reasons.append(_("a larger size ran {times}x slower than a smaller one").format(times=f"{1 / min(drops):.3g}"))
+    measured("timing conditions", _("UNRELIABLE, the figures above may mislead: ") + _("; ").join(reasons) if reasons
+             else _("reliable ({others} of {cores} cores busy elsewhere, load {load}, spreads within ±{worst})").format(
+                 others=f"{others:.1f}", cores=cores, load=f"{load:.1f}", worst=f"{worst:.0%}"))
     return not reasons
 
 
@@ -133,10 +136,10 @@ def peak_flops(device, dtype: str = "bf16", *, threads: int | None = None) -> Pe
     if device.type == "cuda":
         acc = detect(device)
         if acc is None:
-            return Peak(None, f"no datasheet peak for {torch.cuda.get_device_name(device)}", None)
-        return Peak(acc.peak(key), f"{acc.name} dense {key} (datasheet)", "datasheet")
+            return Peak(None, _("no datasheet peak for {name}").format(name=torch.cuda.get_device_name(device)), None)
+        return Peak(acc.peak(key), _("{name} dense {dtype} (datasheet)").format(name=acc.name, dtype=key), "datasheet")
     if device.type != "cpu":
-        return Peak(None, f"no datasheet peak for {device.type}", None)
+        return Peak(None, _("no datasheet peak for {name}").format(name=device.type), None)
     spec, cores = cpu_spec(), min(threads or machine_threads(), cpu_spec().physical_cores)
     value = spec.peak(key, cores)
     return Peak(value, spec.describe(key, cores), "nominal" if value is not None else None)
@@ -147,10 +150,11 @@ def mfu_text(achieved: float, peak: Peak) -> str:
     peak (``"no datasheet peak for ...: no MFU"``), or a rate above a nominal peak (the nominal is then wrong: usually the clock,
     which turbo boost raises above what the OS reports)."""
     if peak.flops_per_s is None:
-        return f"{peak.source}: no MFU"
+        return _("{why}: no MFU").format(why=peak.source)
     ratio = achieved / peak.flops_per_s
     if ratio < 1:
         return f"MFU {ratio:.2f}"
     if peak.kind == "nominal":
-        return f"no MFU: {ratio:.2f}x the nominal peak, which is too low: the cores run above the clock the OS reports"
-    return f"no MFU: {ratio:.2f}x the datasheet peak: the FLOP count is too high"
+        return _("no MFU: {ratio}x the nominal peak, which is too low: the cores run above the clock the OS "
+                 "reports").format(ratio=f"{ratio:.2f}")
+    return _("no MFU: {ratio}x the datasheet peak: the FLOP count is too high").format(ratio=f"{ratio:.2f}")

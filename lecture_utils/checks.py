@@ -15,6 +15,8 @@ import numbers
 import numpy as np
 import torch
 
+from lecture_utils.language import _, translate
+
 # The output markers, spelled here only: device, hardware and scripts/ import them.
 CHECK_MARK = "✓"
 MEASURED_PREFIX = "[measured]"
@@ -96,7 +98,7 @@ def _short(value) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
         # 6300000000000000000000000 is unreadable: show 6.3e+24, and say the check was exact
         try:
-            return f"{value:.6g} (an exact integer)"
+            return _("{value} (an exact integer)").format(value=f"{value:.6g}")
         except OverflowError:  # beyond any float (10**400): its size, and never its 4,300+ digits
             sign, digits = "-" if value < 0 else "", int((value.bit_length() - 1) * 0.30103)  # log10(2)
             return f"about {sign}10**{digits} (an exact integer of {value.bit_length():,} bits)"
@@ -128,11 +130,11 @@ def check(name: str, got, expected=None, rel: float = 0, abs: float = 0, *,  # n
         )
     if (rel or abs) and isinstance(got, (torch.Tensor, np.ndarray)):
         # The last bits of a float array vary with thread count; print what was checked.
-        shape = tuple(got.shape)
-        print(f"{CHECK_MARK} {name}: {type(got).__name__} {shape} {got.dtype} "
-              f"matches (rel={rel:g}, abs={abs:g})")
+        matches = _("{kind} {shape} {dtype} matches (rel={rel}, abs={abs})").format(
+            kind=type(got).__name__, shape=tuple(got.shape), dtype=got.dtype, rel=f"{rel:g}", abs=f"{abs:g}")
+        print(f"{CHECK_MARK} {translate(name)}: {matches}")
         return None
-    print(f"{CHECK_MARK} {name}: {_short(got)}")
+    print(f"{CHECK_MARK} {translate(name)}: {_short(got)}")
     return None
 
 
@@ -140,7 +142,7 @@ def _check_raises(name: str, error: type[BaseException], fn) -> BaseException:
     try:
         result = fn()
     except error as err:
-        print(f"{CHECK_MARK} {name}: raises {type(err).__name__}")
+        print(f"{CHECK_MARK} {translate(name)}: " + _("raises {error}").format(error=type(err).__name__))
         return err
     except Exception as other:
         raise AssertionError(f"✗ {name}\n    expected: {error.__name__}\n"
@@ -166,13 +168,14 @@ def measured(name: str, value, unit: str = "", digits: int = 3, *, per_device: b
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         text = f"{value:.{digits}g}"
     else:
-        text = str(value)
+        text = translate(str(value))
     if unit:
-        text += " " + unit
+        text += " " + translate(unit)
     if spread is not None:
         timings = spread if isinstance(spread, tuple) else (spread,)
         threads = timings[0].threads
-        text += f" ±{sum(t.spread for t in timings):.0%} ({threads} thread{'' if threads == 1 else 's'})"
-    prefix = PER_DEVICE_PREFIX if per_device else MEASURED_PREFIX
-    print(f"{prefix} {name}: {text}" + (f"  {REF.format(ref)}" if ref else ""))
+        text += f" ±{sum(t.spread for t in timings):.0%} (" + (
+            _("1 thread") if threads == 1 else _("{n} threads").format(n=threads)) + ")"
+    prefix = _("[per-device]") if per_device else _("[measured]")  # PER_DEVICE_PREFIX, MEASURED_PREFIX
+    print(f"{prefix} {translate(name)}: {text}" + (f"  {REF.format(ref)}" if ref else ""))
 

@@ -11,8 +11,9 @@ import random
 import numpy as np
 import torch
 
-from lecture_utils import validate
+from lecture_utils import language, validate
 from lecture_utils.checks import measured
+from lecture_utils.language import _, translate
 
 # Set LECTURE_DEVICE=cpu to make a GPU machine reproduce the CPU golden outputs.
 DEVICE_ENV_VAR = "LECTURE_DEVICE"
@@ -99,7 +100,7 @@ def describe_device(device: torch.device) -> str:
         index = device.index if device.index is not None else torch.cuda.current_device()
         return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
     if device.type == "cpu":
-        return f"cpu ({torch.get_num_threads()} threads)"
+        return "cpu (" + _("{n} threads").format(n=torch.get_num_threads()) + ")"
     return device.type
 
 
@@ -111,7 +112,9 @@ def cuda_only(device: torch.device, what: str) -> bool:
     """
     if device.type == "cuda":
         return True
-    measured(f"skipped on {device.type}", f"{what} needs a CUDA GPU; published figures: {GPU_REFERENCE}",
+    measured(_("skipped on {device}").format(device=device.type),
+             _("{what} needs a CUDA GPU; published figures: {reference}").format(what=translate(what),
+                                                                               reference=GPU_REFERENCE),
              per_device=True)
     return False
 
@@ -129,7 +132,8 @@ def seed_all(seed: int, deterministic: bool = False) -> None:
 
 
 def setup(seed: int = 0, device: str | torch.device | None = None) -> torch.device:
-    """Seed everything, set print and plot defaults, print one ``device:`` line.
+    """Seed everything, set print and plot defaults, choose the language (``lecture_utils.language``:
+    Chinese in notebooks/zh/), print one ``device:`` line.
 
     Returns the device from :func:`get_device`.
     """
@@ -139,7 +143,8 @@ def setup(seed: int = 0, device: str | torch.device | None = None) -> torch.devi
     torch.set_printoptions(precision=4, sci_mode=False, linewidth=100)
     np.set_printoptions(precision=4, suppress=True, linewidth=100)
     _plot_defaults()
-    print(f"device: {describe_device(chosen)}")
+    language.install()  # after the plot defaults: it adds the Chinese font to them
+    print(_("device: {device}").format(device=describe_device(chosen)))
     return chosen
 
 

@@ -13,6 +13,7 @@ import numbers
 from dataclasses import dataclass, field
 
 from lecture_utils.checks import CHECK_MARK, _close, _short, rounded_by
+from lecture_utils.language import _, translate
 
 
 @dataclass(frozen=True)
@@ -148,9 +149,9 @@ def _hint(answer, spec: Answer) -> str:
             return hint
     rounded = rounded_by(answer, spec.expected)
     if rounded:  # what the value would be in that dtype, never the value itself
-        return ("a bool is True or False, not a number" if "bool" in rounded else
-                f"{rounded} holds this answer only rounded (or, past its range, as inf): compute it in float64 "
-                "or int64, or give a Python number")
+        return (_("a bool is True or False, not a number") if "bool" in rounded else
+                _("{dtype} holds this answer only rounded (or, past its range, as inf): compute it in float64 "
+                  "or int64, or give a Python number").format(dtype=rounded))
     if not (isinstance(answer, numbers.Real) and isinstance(spec.expected, numbers.Real)) or isinstance(answer, bool):
         return ""
     try:
@@ -184,13 +185,14 @@ def check_answer(name: str, answer) -> None:
     when that dtype rounded the answer itself), and a bool is not a number.
     """
     spec = ANSWERS[name]  # a KeyError here is the notebook's bug, not the student's
+    label = translate(name)
     if answer is Ellipsis:
-        print(f"{name}: not answered yet (replace the ... in the cell above and run both cells)")
+        print(_("{name}: not answered yet (replace the ... in the cell above and run both cells)").format(name=label))
         return
-    shown = _safely(lambda: _short(answer), f"a {type(answer).__name__} that cannot be shown")
+    shown = _safely(lambda: _short(answer), _("a {kind} that cannot be shown").format(kind=type(answer).__name__))
     if _safely(lambda: bool(_close(answer, spec.expected, spec.rel, spec.abs)), False):
-        print(f"{CHECK_MARK} {name}: {shown} is right")
+        print(f"{CHECK_MARK} " + _("{name}: {value} is right").format(name=label, value=shown))
         return
     hint = _safely(lambda: _hint(answer, spec), "")
-    print(f"✗ {name}: {shown} is not right yet" + (f"; hint: {hint}" if hint else
-                                                   " (the hidden solution below explains it)"))
+    print("✗ " + _("{name}: {value} is not right yet").format(name=label, value=shown) + (
+        _("; hint: {hint}").format(hint=_(hint)) if hint else _(" (the hidden solution below explains it)")))

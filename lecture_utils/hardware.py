@@ -26,6 +26,7 @@ import torch
 from lecture_utils import validate
 from lecture_utils.device import as_device
 from lecture_utils.dtypes import spec_name
+from lecture_utils.language import _
 
 T = 1e12
 GB = 1e9
@@ -217,11 +218,14 @@ class CpuSpec:
         key = spec_name(dtype)
         per_cycle = self.flops_per_cycle(key)
         if per_cycle is None:
-            return f"no {key} peak: this CPU has no {key} units ({self.isa}), so {key} is emulated"
+            return _("no {dtype} peak: this CPU has no {dtype} units ({isa}), so {dtype} is emulated").format(
+                dtype=key, isa=self.isa)
         if self.clock_hz is None:
-            return "no nominal peak: the OS reports no CPU clock"
-        return (f"nominal: {cores} core{'s' * (cores != 1)} x {self.clock_hz / 1e9:.3g} GHz x "
-                f"{per_cycle} FLOP/cycle ({self.isa} {key}, {self.note})")
+            return _("no nominal peak: the OS reports no CPU clock")
+        cores_text = _("1 core") if cores == 1 else _("{n} cores").format(n=cores)
+        return _("nominal: {cores} x {ghz} GHz x {per_cycle} FLOP/cycle ({isa} {dtype}, {note})").format(
+            cores=cores_text, ghz=f"{self.clock_hz / 1e9:.3g}", per_cycle=per_cycle, isa=self.isa, dtype=key,
+            note=self.note)
 
 
 def _cpu_flags() -> tuple[set[str], str, int | None]:
@@ -264,9 +268,9 @@ def cpu_spec() -> CpuSpec:
     flags, vendor, family = _cpu_flags()
     apple = platform.system() == "Darwin" and platform.machine() == "arm64"
     lanes, pipes = FP32_LANES.get(isa, 4), 4 if apple else 2
-    note = f"{pipes} FMA pipes" + (", Apple's cores" if apple else ", assumed")
+    note = (_("{pipes} FMA pipes, Apple's cores") if apple else _("{pipes} FMA pipes, assumed")).format(pipes=pipes)
     if isa == "AVX512" and vendor == "AuthenticAMD" and family == 25:
-        lanes, note = 8, "2 FMA pipes of 256 bits: Zen 4 splits each 512-bit instruction"
+        lanes, note = 8, _("2 FMA pipes of 256 bits: Zen 4 splits each 512-bit instruction")
     fp32 = 2 * lanes * pipes  # an FMA is a multiply and an add
     units = {"fp32": fp32}
     if "amx_bf16" in flags:

@@ -26,5 +26,7 @@ def progress(iterable: Iterable, *, total: int | None = None, desc: str | None =
         return iterable
     from tqdm.auto import tqdm  # tqdm.notebook in a kernel with ipywidgets, else the text bar
 
+    from lecture_utils.language import translate
+
     # disable=None: no text bar where stderr is not a terminal (a log file, a pipe)
-    return tqdm(iterable, total=total, desc=desc, leave=False, disable=None)
+    return tqdm(iterable, total=total, desc=translate(desc), leave=False, disable=None)

@@ -50,6 +50,7 @@ import polib
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+import i18n_outputs as outputs  # noqa: E402  (it reads lecture_utils.language)
 from lecture_utils.files import replace_atomically  # noqa: E402
 
 LOCALE = "zh_CN"
@@ -315,9 +316,14 @@ def translate(root: Path, name: str) -> tuple[bytes, State]:
     """The Chinese notebook's bytes, and the state it was built from."""
     nb = read_notebook(root / "notebooks" / f"{name}.ipynb")
     found = state(root, name, nb)
+    po_files = outputs.catalogs(root, read_catalog)
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.id in found.usable:
             cell.source = found.usable[cell.id]
+        if cell.metadata.get("caption"):  # a figure's alt text on the site and in the decks
+            cell.metadata["caption"] = outputs.caption(po_files, cell.metadata["caption"])
+        if cell.cell_type == "code":  # make zh runs the notebook: its outputs are its own (Chinese)
+            cell.outputs, cell.execution_count = [], None
     nb.metadata.setdefault("jupytext", {}).update(NO_TWIN)
     return render_notebook(nb), found
 
@@ -330,6 +336,11 @@ def build(root: Path = ROOT, names: list[str] | None = None, out: Path | None = 
     states = [s for _, _, s in built]
     if strict and any(s.todo for s in states):
         return states, []
+    data, _ = outputs.compiled(root, read_catalog)  # what lecture_utils.language reads in notebooks/zh/
+    mo = root / outputs.COMPILED
+    if not mo.exists() or mo.read_bytes() != data:
+        mo.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes(mo, data)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, data, _ in built:
@@ -495,6 +506,7 @@ def check(root: Path = ROOT, names: list[str] | None = None) -> tuple[list[State
                 problems += [f"{where(name, cell_id, entry.msgid)}: the translation changes the markup: {p}"
                              for p in markup_problems(entry.msgid, entry.msgstr)]
         problems += glossary_problems(name, found.pairs, terms)
+    problems += outputs.problems(root, names, read_catalog)
     folder = root / CATALOGS
     if folder.is_dir():
         problems += [f"{p.relative_to(root).as_posix()}: no such notebook in notebooks.txt"
@@ -535,6 +547,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{unknown[0]!r} is not a line of notebooks.txt ({', '.join(known)})")
     try:
         if args.command == "extract":
+            for line in outputs.extract(root, args.names or known, read_notebook, read_catalog, new_catalog, dumps,
+                                        write_bytes):
+                print(line)
             for r in extract(root, args.names):
                 found = state(root, r.name)
                 print(f"{CATALOGS.as_posix()}/{r.name}.po: "

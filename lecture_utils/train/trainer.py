@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from lecture_utils.language import _
 from lecture_utils.train import loop
 from lecture_utils.train.build import Interrupted, build, data_digests
 from lecture_utils.train.checkpoint import (
@@ -106,8 +107,9 @@ class Trainer:
                 if torch.cuda.is_available():
                     torch.cuda.empty_cache()
                 batches.generator.set_state(state)  # redo the same global batch
-                self.say(f"out of memory at step {self.step + 1}: micro-batch halved to {batches.micro} "
-                         f"sequences, accumulating {batches.accum} (effective batch unchanged)")
+                self.say(_("out of memory at step {step}: micro-batch halved to {micro} sequences, accumulating "
+                           "{accum} (effective batch unchanged)").format(step=self.step + 1, micro=batches.micro,
+                                                                       accum=batches.accum))
 
     def _peak_flops(self) -> float | None:
         """What MFU divides by (resolve.resolve_peak), resolved once, on the first run(); None: no MFU."""
@@ -295,11 +297,14 @@ def first_line(trainer: Trainer, peak: float) -> str:
     cfg, plan = trainer.cfg, trainer.plan
     params = sum(p.numel() for p in trainer.parts.raw_model.parameters())
     optimizer = "lecture_utils.optim.AdamW" if plan.optimizer == "lecture" else "torch.optim.AdamW(fused=True)"
-    return (f"training {cfg.config} ({params:,} params) on {plan.device} x{plan.process.world}, {plan.precision}, "
-            f"optimizer: {optimizer}" + (" sharded by ZeroRedundancyOptimizer" if cfg.zero1 else "")
-            + (f", resumed at step {trainer.step}" if trainer.step else "")
-            + (f"; {trainer.peak_source}: no MFU" if peak is None
-               else f"; MFU against {peak / 1e12:.4g} TFLOP/s per device ({trainer.peak_source})"))
+    return (_("training {config} ({params} params) on {device} x{world}, {precision}, optimizer: {optimizer}").format(
+                config=cfg.config, params=f"{params:,}", device=plan.device, world=plan.process.world,
+                precision=plan.precision, optimizer=optimizer)
+            + (_(" sharded by ZeroRedundancyOptimizer") if cfg.zero1 else "")
+            + (_(", resumed at step {step}").format(step=trainer.step) if trainer.step else "")
+            + (_("; {why}: no MFU").format(why=trainer.peak_source) if peak is None
+               else _("; MFU against {peak} TFLOP/s per device ({source})").format(
+                   peak=f"{peak / 1e12:.4g}", source=trainer.peak_source)))
 
 
 @contextlib.contextmanager
