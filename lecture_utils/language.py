@@ -118,3 +118,30 @@ def _install_matplotlib() -> None:
         return set_text(self, translate_text(s) if isinstance(s, str) else s)
 
     Text.set_text = translated
+    try:
+        from IPython import get_ipython
+    except ImportError:  # a plain python3: no notebook output to describe
+        return
+    shell = get_ipython()
+    if shell is not None:
+        _describe_figures(shell)
+
+
+def _describe_figures(shell) -> None:
+    """Each figure a cell shows carries the text it draws in its output's metadata (``texts``), so that
+    a test can read what a reader of the figure sees without drawing it again."""
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    formatter = shell.display_formatter.formatters["image/png"]
+    draw = formatter.lookup_by_type(Figure)  # the inline backend's (retina) PNG
+
+    def png(fig):
+        shown = draw(fig)
+        if shown is None:  # an empty figure shows nothing
+            return None
+        data, metadata = shown if isinstance(shown, tuple) else (shown, {})
+        texts = [t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+        return data, {**metadata, "texts": texts}
+
+    formatter.for_type(Figure, png)

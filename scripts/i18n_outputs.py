@@ -44,6 +44,10 @@ def template(node: ast.AST, source: str) -> str | None:
         for value in node.values:
             if isinstance(value, ast.Constant):
                 parts.append(value.value)
+            elif isinstance(value.value, ast.Constant) and isinstance(value.format_spec, (ast.JoinedStr, type(None))) \
+                    and all(isinstance(v, ast.Constant) for v in getattr(value.format_spec, "values", [])):
+                spec = "".join(v.value for v in getattr(value.format_spec, "values", []))  # {'dtype':<14}: a
+                parts.append(format(value.value.value, spec))  # table header's word, padded as printed
             else:  # {expression!conversion:spec}, as written
                 spec = "" if value.format_spec is None else ":" + (template(value.format_spec, source) or "")
                 conversion = "" if value.conversion == -1 else "!" + chr(value.conversion)

@@ -1,0 +1,90 @@
+"""A Chinese reader meets no English sentence in notebooks/zh/ (issue 36): not in the markdown, not in
+what the code printed, not in the text its figures draw.
+
+An English sentence is a run of three or more English words (a capital or small letter followed by
+small letters: "is not right yet") with nothing but spaces and light punctuation between them.
+Excluded, as the code, identifiers, units and titles a Chinese text keeps:
+
+- code: markdown's code spans, fenced code, math, link targets, HTML tags and URLs;
+- printed values: a tensor, list, tuple, dict or set as Python shows it, an object's ``<...>``
+  form, and any text in quotes (a repr's strings, a quoted title);
+- identifiers and units: a word holding a digit, an underscore, a dot or a slash, or written in
+  capitals (fp32, x.T, get_batch, MFU, GB/s: none is a "word" above);
+- titles in italics (``*The Jargon File*``).
+
+The figures' text is what each figure of a Chinese notebook recorded in its output's metadata
+(``texts``, written by lecture_utils.language when it drew the figure).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()
+sys.path.insert(0, str(ROOT / "scripts"))
+spec = importlib.util.spec_from_file_location("i18n", ROOT / "scripts" / "i18n.py")
+i18n = importlib.util.module_from_spec(spec)
+sys.modules.setdefault("i18n", i18n)
+spec.loader.exec_module(i18n)
+
+WORD = r"[A-Za-z][a-z]+(?:['’-][a-z]+)*"
+SENTENCE = re.compile(rf"(?<![\w.\-/]){WORD}(?:[ ,;:()\"'–-]+{WORD}){{2,}}(?![\w./])")
+QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|“[^”\n]*”|「[^」\n]*」")
+ITALIC = re.compile(r"(?<![*\w])\*[^*\n]+\*(?!\*)")
+REPR = re.compile(r"^\s*(tensor\(|Parameter|array\(|[\[{(<]|\d+ tokens:|[A-Z]\w*\(children=)")
+
+
+def english_sentences(text: str) -> list[str]:
+    text = ITALIC.sub(" ", QUOTED.sub(" ", text))
+    return [m.group(0) for m in SENTENCE.finditer(text)]
+
+
+def reader_text(nb: dict) -> list[tuple[str, str]]:
+    """(where, text) for everything a reader of the notebook reads."""
+    found = []
+    for cell in nb["cells"]:
+        where = f"cell {cell.get('id', '?')}"
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            found.append((where, i18n.prose(source)))
+            continue
+        for out in cell.get("outputs", []):
+            text = "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
+            found += [(where, line) for line in text.splitlines() if not REPR.match(line)]
+            texts = out.get("metadata", {}).get("image/png", {}).get("texts", [])
+            found += [(f"{where} (figure)", t) for t in texts]
+    return found
+
+
+def count(name: str) -> list[str]:
+    nb = json.loads((ROOT / "notebooks" / "zh" / f"{name}.ipynb").read_text(encoding="utf-8"))
+    return [f"{where}: {s!r}" for where, text in reader_text(nb) for s in english_sentences(text)]
+
+
+def test_the_rule_finds_english_sentences_and_keeps_code_identifiers_units_and_titles():
+    assert english_sentences("Q4, days at MFU 0.4: not answered yet (replace the ...)") == ["not answered yet (replace the"]
+    assert english_sentences("✓ x 的 stride 是 (4, 1)：fp32 的 MFU 0.51，memory-bound") == []
+    assert english_sentences("[实测] 计时条件: 可靠（2 个核心，负载 0.9）") == []
+    assert english_sentences("见 *The Jargon File* 与 'a quoted title here'") == []
+    assert english_sentences("torch.get_float32_matmul_precision() 是 x.T.contiguous()") == []
+    assert english_sentences("a view is cheap; 一个 view 很便宜") == ["view is cheap"]  # "a": one letter
+
+
+def test_a_figure_records_the_text_it_draws_in_chinese(tmp_path):
+    """lecture_utils.language in a notebooks/zh/ kernel: the figure's title is translated and recorded."""
+    nb = json.loads((ROOT / "notebooks" / "zh" / "08_training_loop.ipynb").read_text(encoding="utf-8"))
+    figures = [out for cell in nb["cells"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
+    assert figures and all("texts" in out["metadata"]["image/png"] for out in figures)
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_a_chinese_reader_meets_no_english_sentence(name):
+    found = count(name)
+    assert not found, f"notebooks/zh/{name}.ipynb: {len(found)} English sentences:\n" + "\n".join(found[:40])
