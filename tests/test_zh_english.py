@@ -88,3 +88,45 @@ def test_a_figure_records_the_text_it_draws_in_chinese(tmp_path):
 def test_a_chinese_reader_meets_no_english_sentence(name):
     found = count(name)
     assert not found, f"notebooks/zh/{name}.ipynb: {len(found)} English sentences:\n" + "\n".join(found[:40])
+
+
+def test_every_character_a_translation_draws_has_a_glyph():
+    """A figure draws Latin text in DejaVu Sans and falls back to the shipped Chinese subset
+    (lecture_utils/fonts, scripts/subset_font.py): together they hold every character the output
+    catalogs' translations use, so no figure shows a missing-glyph box on a fresh machine."""
+    import matplotlib.font_manager
+    import polib
+    from fontTools.ttLib import TTFont
+
+    from lecture_utils.language import FONT
+
+    dejavu = TTFont(matplotlib.font_manager.findfont("DejaVu Sans")).getBestCmap()
+    shipped = TTFont(str(FONT)).getBestCmap()
+    used = {ch for path in (ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / "output").glob("*.po")
+            for entry in polib.pofile(str(path)) for ch in entry.msgstr if not ch.isspace()}
+    missing = sorted(ch for ch in used if ord(ch) not in dejavu and ord(ch) not in shipped)
+    assert not missing, f"no glyph for {''.join(missing)!r}: run python scripts/subset_font.py"
+
+
+def test_a_chinese_figure_draws_with_no_missing_glyph(tmp_path, monkeypatch):
+    """matplotlib warns "Glyph ... missing from font(s)" for a character it cannot draw: none here."""
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lecture_utils import language
+
+    monkeypatch.setenv(language.LANG_ENV_VAR, "zh_CN")
+    with matplotlib.rc_context():  # the font family goes back for the tests after this one
+        language._install_matplotlib()
+        fig, ax = plt.subplots()
+        ax.set_title("每个数的各位：符号 / 指数（范围）/ 尾数（精度）")
+        ax.set_xlabel("step")  # translated where it is drawn
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fig.savefig(tmp_path / "zh.png")
+        assert ax.get_xlabel() == "步"
+        plt.close(fig)
