@@ -66,8 +66,8 @@ XDIST_ENV := OMP_NUM_THREADS=1
 # order --no-loadscope-reorder keeps (xdist would otherwise start with the largest counts).
 XDIST_DIST := --dist loadscope --no-loadscope-reorder
 
-test: $(STAMP)  ## set up, then unit tests + nbval of every notebook (strict)
-	$(XDIST_ENV) $(BIN)/python -m pytest tests $(NOTEBOOKS) -m "not site and not slow" -n auto $(XDIST_DIST) \
+test: $(STAMP)  ## set up, then unit tests + nbval of every notebook, English and Chinese (strict)
+	$(XDIST_ENV) $(BIN)/python -m pytest tests $(NOTEBOOKS) $(ZH_NOTEBOOKS) -m "not site and not slow" -n auto $(XDIST_DIST) \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		--nbval-cell-timeout 120
 

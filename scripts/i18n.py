@@ -338,7 +338,7 @@ def build(root: Path = ROOT, names: list[str] | None = None, out: Path | None = 
         return states, []
     data, _ = outputs.compiled(root, read_catalog)  # what lecture_utils.language reads in notebooks/zh/
     mo = root / outputs.COMPILED
-    if not mo.exists() or mo.read_bytes() != data:
+    if outputs.in_use(root) and (not mo.exists() or mo.read_bytes() != data):
         mo.parent.mkdir(parents=True, exist_ok=True)
         write_bytes(mo, data)
     out.mkdir(parents=True, exist_ok=True)

@@ -189,6 +189,11 @@ HEADER = ("Chinese (zh_CN) translation of what {what} prints and draws: one entr
           "the value shown goes there. An entry with msgctxt \"caption\" is a figure's alt text.")
 
 
+def in_use(root: Path) -> bool:
+    """A checkout with the package has output catalogs; a notebook-only copy (a test's) has none."""
+    return (root / "lecture_utils" / "language.py").is_file()
+
+
 def catalog_names(notebooks: list[str]) -> list[str]:
     return [*notebooks, "lecture_utils"]
 
@@ -202,6 +207,8 @@ def sources(root: Path, notebooks: list[str], read_notebook) -> dict[str, list[t
 def extract(root: Path, notebooks: list[str], read_notebook, read_catalog, new_catalog, dumps, write_bytes) -> list[str]:
     """Update output/<name>.po for each notebook and the package; one line per catalog."""
     lines = []
+    if not in_use(root):
+        return lines
     for name, strings in sources(root, notebooks, read_notebook).items():
         path = root / OUTPUT / f"{name}.po"
         if path.exists():
@@ -233,6 +240,8 @@ def compiled(root: Path, read_catalog) -> tuple[bytes, list[str]]:
 def problems(root: Path, notebooks: list[str], read_catalog) -> list[str]:
     """One line per string left to translate, per lost placeholder, per double translation, and a stale .mo."""
     found = []
+    if not in_use(root):
+        return found
     for path, po in catalogs(root, read_catalog).items():
         rel = path.relative_to(root).as_posix()
         found += [f"{rel}, line {e.linenum}: " + ("fuzzy" if e.fuzzy else "untranslated") + f": {e.msgid!r}"

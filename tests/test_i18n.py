@@ -133,7 +133,9 @@ def test_the_chinese_erratum_boxes_quote_the_notes_in_their_own_words(chinese):
     assert not wrong, "not the notes' words:\n" + "\n".join(wrong)
 
 
-def test_the_chinese_notebooks_keep_every_code_cell_output_id_metadata_and_tag(english, chinese):
+def test_the_chinese_notebooks_keep_every_code_cell_id_metadata_and_tag(english, chinese):
+    """The same cells and code as the English; the outputs are their own (make zh runs them: what the
+    code prints and draws is Chinese) and a figure's caption, its alt text, is translated."""
     problems = []
     for name in NAMES:
         en, zh = english[name], chinese[name]
@@ -146,7 +148,12 @@ def test_the_chinese_notebooks_keep_every_code_cell_output_id_metadata_and_tag(e
             problems.append(f"notebooks/zh/{name}.ipynb: not the English cells (ids), in order")
             continue
         for a, b in zip(en.cells, zh.cells, strict=True):
-            differ = [key for key in sorted(set(a) | set(b)) if key != "source" and a.get(key) != b.get(key)]
+            own = {"source", "outputs", "execution_count"}
+            differ = [key for key in sorted(set(a) | set(b)) if key not in own | {"metadata"} and a.get(key) != b.get(key)]
+            metadata = ({**a.metadata, "caption": None}, {**b.metadata, "caption": None})
+            differ += ["metadata"] if metadata[0] != metadata[1] else []
+            if a.cell_type == "code" and not b.get("outputs") and a.get("outputs"):
+                differ.append("outputs (none: run make zh)")
             if a.cell_type != "markdown" or not a.source.strip():
                 differ += ["source"] if a.source != b.source else []
             problems += [f"{i18n.where(name, a.id, a.source)}: its {key} differs in notebooks/zh/" for key in differ]
@@ -169,12 +176,30 @@ def test_each_chinese_markdown_cell_is_its_translation(english, chinese):
     assert not problems, _report(problems, "markdown cells of notebooks/zh/ that are not their translation")
 
 
+def _without_outputs(path: Path) -> nbformat.NotebookNode:
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
+
+
 def test_notebooks_zh_is_exactly_what_the_build_writes(tmp_path):
+    """Byte for byte but for the outputs, which running them writes (make zh): its own, in Chinese."""
     states, written = i18n.build(ROOT, out=tmp_path)
     assert [p.name for p in written] == [f"{name}.ipynb" for name in NAMES]
     stale = [f"notebooks/zh/{p.name}" for p in written
-             if not (ROOT / i18n.ZH / p.name).is_file() or (ROOT / i18n.ZH / p.name).read_bytes() != p.read_bytes()]
+             if not (ROOT / i18n.ZH / p.name).is_file() or _without_outputs(ROOT / i18n.ZH / p.name) != _without_outputs(p)]
     assert not stale, f"not what `make zh` writes from the notebooks and catalogs: {', '.join(stale)}; run make zh"
+
+
+def test_each_caption_in_notebooks_zh_is_its_translation(english, chinese):
+    """A figure's caption is its alt text on the site and in the decks: Chinese in notebooks/zh/."""
+    captions = [(a.metadata["caption"], b.metadata["caption"]) for name in NAMES
+                for a, b in zip(english[name].cells, chinese[name].cells, strict=True) if a.metadata.get("caption")]
+    assert len(captions) >= 20
+    english_left = [en for en, zh in captions if zh == en]
+    assert not english_left, f"captions left in English in notebooks/zh/: {english_left}"
 
 
 # --- a changed English cell, end to end, in a copy ----------------------------------------------
@@ -436,21 +461,30 @@ def _fake_checkout(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("target, expected", [
     ("i18n", ["python scripts/i18n.py extract"]),
-    ("zh", ["python scripts/i18n.py build"]),
+    ("zh", ["python scripts/i18n.py build", "jupyter"]),
     ("regen", ["python scripts/export_lessons.py", "jupytext", "jupyter", "jupytext",
-               "python scripts/i18n.py extract", "python scripts/i18n.py build"]),
+               "python scripts/i18n.py extract", "python scripts/i18n.py build " + " ".join(NAMES), "jupyter"]),
 ])
-def test_make_i18n_zh_and_regen_run_the_chinese_build(tmp_path, target, expected):
+def test_make_i18n_zh_and_regen_build_and_run_the_chinese_notebooks(tmp_path, target, expected):
     root = _fake_checkout(tmp_path)
     make = subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), "-C", str(root), target],
                           capture_output=True, text=True, timeout=60)
     assert make.returncode == 0, make.stderr
     argv = (root / "argv.txt").read_text().splitlines()
     assert [line if line.startswith("python") else line.split()[0] for line in argv] == expected
-    assert "notebooks/zh" not in "\n".join(argv)
+    if target != "i18n":  # the last command runs the Chinese notebooks, and only them
+        assert argv[-1].count("notebooks/zh/") == len(NAMES) and f" notebooks/{NAMES[0]}.ipynb" not in argv[-1]
 
 
-@pytest.mark.parametrize("target", ["test", "nbval", "run", "site", "slides"])
+def test_make_test_runs_the_chinese_notebooks_too(tmp_path):
+    root = _fake_checkout(tmp_path)
+    subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), "-C", str(root), "test"],
+                   capture_output=True, text=True, timeout=60)
+    argv = (root / "argv.txt").read_text()
+    assert f"notebooks/{NAMES[0]}.ipynb" in argv and f"notebooks/zh/{NAMES[0]}.ipynb" in argv
+
+
+@pytest.mark.parametrize("target", ["nbval", "run", "site", "slides"])
 def test_the_english_targets_never_see_notebooks_zh(tmp_path, target):
     root = _fake_checkout(tmp_path)
     subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), "-C", str(root), target],
