@@ -170,6 +170,8 @@ def zero_state_bytes(sizes: tuple[int, ...] = (256, 512, 512, 256), world_size: 
 
     import torch.multiprocessing as mp
 
+    from lecture_utils.progress import progress
+
     sizes = tuple(validate.integer(s, "a layer width") for s in sizes)
     validate.integer(len(sizes), "the number of layer widths in sizes", low=2)
     world_size = validate.integer(world_size, "world_size", high=8)
@@ -183,8 +185,11 @@ def zero_state_bytes(sizes: tuple[int, ...] = (256, 512, 512, 256), world_size: 
     main = sys.modules["__main__"]
     main_file = main.__dict__.pop("__file__", None)
     try:
-        mp.start_processes(_zero_worker, args=(world_size, port, sizes, results), nprocs=world_size,
-                           start_method="spawn")
+        context = mp.start_processes(_zero_worker, args=(world_size, port, sizes, results), nprocs=world_size,
+                                     start_method="spawn", join=False)
+        # the workers take seconds to import torch: a bar that ticks while they run, in a live kernel
+        for _ in progress(iter(lambda: context.join(timeout=0.25), True), desc="ZeRO-1 on 2 processes"):
+            pass
     finally:
         if main_file is not None:
             main.__file__ = main_file

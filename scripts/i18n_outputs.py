@@ -127,7 +127,7 @@ def package_strings(root: Path) -> list[tuple[str | None, str, str]]:
         if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value not in seen:
             seen.add(value.value)
             entries.append((None, value.value, "lecture_utils/exercises.py"))
-    for module in ("plots.py", "widgets.py", "bench.py"):  # the shared figures, calculators and labels
+    for module in ("plots.py", "widgets.py", "bench.py", "optim.py"):  # figures, calculators, labels, bars
         for text in shown_strings((root / "lecture_utils" / module).read_text(encoding="utf-8")):
             if text not in seen:
                 seen.add(text)
