@@ -21,10 +21,12 @@ from pathlib import Path
 if __name__ == "__main__":  # python -m lecture_utils.data prepare (make data): lecture_utils/prepare.py, in a
     # process of its own, so that the reading side (this module) never imports the writing side; torch is
     # loaded here first, so that a TORCH_LOGS it refuses (or a Ctrl-C while it loads) is one line
+    import importlib
+
     from lecture_utils.console import leave_on_signals
 
     with leave_on_signals("python -m lecture_utils.data prepare"):
-        import torch  # noqa: F401
+        importlib.import_module("torch")
     os.execv(sys.executable, [sys.executable, "-m", "lecture_utils.prepare", *sys.argv[1:]])
 
 import numpy as np
