@@ -400,6 +400,45 @@ def test_a_glossary_that_breaks_the_table_is_one_line(tmp_path, rows, error):
     (tmp_path / "none.md").write_text("| English | Chinese |\n", encoding="utf-8")
     with pytest.raises(i18n.I18nError, match="no table headed"):
         i18n.read_glossary(tmp_path / "none.md")
+    broken = "| stride | stride（步幅） | §2.2 |\n\n| 不用 | 改用 | 英文含有 |\n| --- | --- | --- |\n| 问全场 | |\n"
+    with pytest.raises(i18n.I18nError, match="line 10: a row is | the form not to write"):
+        i18n.read_glossary(_glossary(tmp_path, broken))
+
+
+def _entry(cid: str, english: str, chinese: str) -> tuple[str, polib.POEntry]:
+    return cid, polib.POEntry(msgctxt=cid, msgid=english, msgstr=chinese)
+
+
+BANNED = ("| tensor | 张量（tensor） | §2 |\n| tensor core | tensor core | §3.2 |\n"
+          "| kernel (GPU) | kernel | §3.1 |\n| kernel (operating system, Jupyter) | 内核 | — |\n\n"
+          "| 不用 | 改用 | 英文含有 |\n| --- | --- | --- |\n"
+          "| tensor | 张量 | |\n| 全场 | 提问 | |\n| 作业 | 任务 | job |\n")
+
+
+def test_a_form_the_glossary_rules_out_is_named_anywhere_or_where_the_english_has_its_word(tmp_path):
+    terms = i18n.read_glossary(_glossary(tmp_path, BANNED))
+    assert [(b.chinese, b.instead, b.english) for b in terms.banned] == [
+        ("tensor", "张量", ""), ("全场", "提问", ""), ("作业", "任务", "job")]
+    good = [_entry("a", "A tensor, and tensor cores.", "一个张量（tensor），以及 tensor core。"),  # inside the forms
+            _entry("b", "Assignment 1 counts it.", "作业 1 里算。"),  # 作业 is wrong only for a job
+            _entry("c", "The notes say \"tensors\".", "讲义写道「tensor」，即张量。"),  # a quote keeps its words
+            _entry("d", "A GPU kernel, then the Jupyter kernel.", "一个 kernel，然后是 Jupyter 的内核。"),
+            _entry("e", "The OS kernel maps it.", "操作系统内核映射它。"),  # either sense's form
+            _entry("f", "IntTensor or LongTensor.", "IntTensor 或 LongTensor。")]  # not the word tensor
+    assert i18n.glossary_problems("01_toy", good, terms) == []
+    bad = [_entry("a", "A tensor.", "一个 tensor。"), _entry("b", "Ask the room: a job.", "问全场：一个作业。"),
+           _entry("c", "The kernel.", "核函数。")]
+    assert i18n.glossary_problems("01_toy", bad, terms) == [
+        "notebooks/01_toy.ipynb, cell a (\"A tensor.\"): 'tensor' is written 张量（tensor） (the notes' form, glossary, "
+        "§2; its first use in the notebook)",
+        "notebooks/01_toy.ipynb, cell a (\"A tensor.\"): writes tensor, which the glossary rules out (line 12): "
+        "write 张量",
+        "notebooks/01_toy.ipynb, cell b (\"Ask the room: a job.\"): writes 全场, which the glossary rules out "
+        "(line 13): write 提问",
+        "notebooks/01_toy.ipynb, cell b (\"Ask the room: a job.\"): writes 作业, which the glossary rules out where "
+        "the English says 'job' (line 14): write 任务",
+        "notebooks/01_toy.ipynb, cell c (\"The kernel.\"): 'kernel' is written kernel or 内核 (the notes' form, "
+        "glossary, §3.1)"]
 
 
 # --- kept apart from the English everywhere else ----------------------------------------------
