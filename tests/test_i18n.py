@@ -133,6 +133,38 @@ def test_the_chinese_erratum_boxes_quote_the_notes_in_their_own_words(chinese):
     assert not wrong, "not the notes' words:\n" + "\n".join(wrong)
 
 
+# One way to write each (issue 36), in the prose of every translation (code and math aside).
+TYPOGRAPHY = {
+    "a multiple is 64 倍, not 64×": r"\d×(?![\d\s]*\d)",
+    "a bold label's full stop goes inside the bold: **先预测，再测量。**": r"(?:^|\n)(?:> )?\*\*[^*\n]+\*\*。",
+    "an enumerator is （a）, full width": r"\([a-f]\)|(?:^|[\n。；：])\s*\(\d\)",
+    "an erratum box is one paragraph: > **讲义写道**（§N）……。**实际上**，……":
+        r"讲义写道\*\*(?!（§)|\*\*实际上\*\*(?!，)|\n> \*\*实际上",
+}
+
+
+def test_the_catalogs_write_numbers_labels_enumerators_and_erratum_boxes_one_way():
+    import re
+
+    wrong, boxes = [], 0
+    for name in NAMES:
+        for entry in i18n.active(i18n.read_catalog(i18n.catalog_path(ROOT, name))):
+            text = i18n.prose(entry.msgstr)
+            boxes += text.count("讲义写道")
+            wrong += [f"{i18n.where(name, entry.msgctxt, entry.msgid)}: {rule}"
+                      for rule, pattern in TYPOGRAPHY.items() if re.search(pattern, text)]
+    assert boxes >= 10, f"only {boxes} erratum boxes found: the check looks at nothing"
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("planted", ["复制是 O(n)：64× 的元素", "**先预测，再测量**。view 是 O(1)", "答案。(a) 12",
+                                     "> **讲义写道** 「原话」（§6）。\n> **实际上** 不是这样"])
+def test_each_typography_rule_catches_its_fault(planted):
+    import re
+
+    assert [rule for rule, pattern in TYPOGRAPHY.items() if re.search(pattern, i18n.prose(planted))]
+
+
 def test_the_chinese_notebooks_keep_every_code_cell_output_id_metadata_and_tag(english, chinese):
     problems = []
     for name in NAMES:
@@ -439,6 +471,27 @@ def test_a_form_the_glossary_rules_out_is_named_anywhere_or_where_the_english_ha
         "the English says 'job' (line 14): write 任务",
         "notebooks/01_toy.ipynb, cell c (\"The kernel.\"): 'kernel' is written kernel or 内核 (the notes' form, "
         "glossary, §3.1)"]
+
+
+@pytest.mark.parametrize("english, chinese, wrong", [
+    ("**For the presenter**\n\n- Ask the room: a job moves to bf16.", "**讲者备注**\n\n- 问全场：一个作业换成 bf16。",
+     ["全场", "作业"]),
+    ("The notes' calculation, then at MFU 1.", "下面先是讲义的算法，再算 MFU 1 的情形。", ["算法"]),
+    ("A tensor is a pointer plus metadata.", "tensor 是指针加元数据。", ["tensor"]),
+    ("The caching allocator's cache.", "allocator（内存分配器）和它的分配器缓存。", ["分配器"]),
+    ("Momentum at the same lr.", "momentum 在同样的 lr 下。", ["momentum"]),
+    ("From the same seed and generator.", "从同一个 seed 和 generator。", ["seed", "generator"]),
+], ids=["ask the room, job", "calculation", "tensor", "allocator", "momentum", "seed, generator"])
+def test_the_glossary_refuses_a_planted_wrong_term(tmp_path, capsys, english, chinese, wrong):
+    """The project's own glossary (locale/zh_CN/glossary.md) refuses the faults issue 36 found."""
+    _toy(tmp_path, [("a", english)])
+    i18n.extract(tmp_path)
+    shutil.copy2(ROOT / i18n.GLOSSARY, tmp_path / i18n.GLOSSARY)
+    _translate(tmp_path, {"a": chinese})
+    assert i18n.main(["--root", str(tmp_path), "check"]) == 1
+    out = capsys.readouterr().out
+    assert sorted(line.split(": writes ")[1].split(",")[0] for line in out.splitlines() if ": writes " in line) \
+        == sorted(wrong)
 
 
 # --- kept apart from the English everywhere else ----------------------------------------------
