@@ -16,7 +16,9 @@ one in OUT/zh/ (Sphinx ``language = "zh_CN"``) from notebooks/zh/ (each notebook
 twin, written by `make zh`) and README.zh-CN.md; the Chinese index's own text is translated by
 docs/site/locale/zh_CN/LC_MESSAGES/index.po (Sphinx's gettext). Every page links to the same
 page of the other edition (relative, so it works from file://), and each edition's search
-finds its own words (Chinese through jieba, which Sphinx's zh search splits words with).
+finds its own words (Chinese through jieba, which Sphinx's zh search splits words with; the
+Chinese edition hands jieba the glossary's words, SEARCH_DICTIONARY, so that 优化器 and 算术强度
+stay whole in the index and a reader who types them finds their pages).
 
 What both builders share lives here: the setup cell, each cell's role and its view on
 the site and in a deck (VIEWS), a notebook's title and a figure's alt text.
@@ -43,6 +45,7 @@ from sphinx.cmd.build import build_main
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+import i18n_glossary  # noqa: E402
 import vendor  # noqa: E402
 
 SITE_PROJECT = ROOT / "docs" / "site"
@@ -53,6 +56,10 @@ MAP_HEADING = "## Map: lecture notes to notebooks"
 # A README's link to a notebook: notebooks/NN_topic.ipynb, or its edition's notebooks/zh/NN_topic.ipynb.
 NOTEBOOK_LINK = re.compile(r"\[([^\]]*)\]\(notebooks/(?:zh/)?([^)/]+\.ipynb)\)")
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+GLOSSARY = ROOT / "locale" / "zh_CN" / "glossary.md"
+# jieba's user dictionary in the Chinese edition's source folder: conf.py hands it to Sphinx's zh
+# search (html_search_options = {"dict": ...}); not a source suffix, so Sphinx builds no page of it.
+SEARCH_DICTIONARY = "jieba_dict.txt"
 # A static page has no kernel to drive a widget (and its JS would come from a CDN).
 WIDGET_NOTE = ("*An interactive widget appears here when the notebook runs: download the "
                "notebook, or `make lab`.*")
@@ -225,6 +232,19 @@ def map_markdown(readme: str, names: list[str], heading: str = MAP_HEADING) -> s
 
 # -- the build -----------------------------------------------------------------------
 
+def search_words(glossary: Path = GLOSSARY) -> list[str]:
+    """The Chinese words of the glossary's forms (张量, 步幅, 算术强度, 内存分配器 ...), for jieba's user
+    dictionary: without them jieba cuts 优化器 into 优化 + 器 and 算术强度 into 算术 + 强度, so the
+    index never holds what a reader types (issue 36). jieba gives each word the frequency that keeps
+    it whole, and Sphinx's cut_for_search still indexes its parts (优化, 算术)."""
+    words = []
+    for term in i18n_glossary.read_glossary(glossary):
+        for part in re.split(r"[\s（）()、，/]+", term.chinese):
+            if re.search(r"[\u4e00-\u9fff]", part) and part not in words:
+                words.append(part)
+    return words
+
+
 def prepare_source(notebooks: list[Path], src: Path, readme: Path, edition: Edition = EDITIONS["en"]) -> None:
     """Fill ``src`` with the Sphinx project of ``edition``: docs/site, display copies, index, MathJax."""
     shutil.copytree(SITE_PROJECT, src, ignore=shutil.ignore_patterns("__pycache__"))
@@ -247,6 +267,8 @@ def prepare_source(notebooks: list[Path], src: Path, readme: Path, edition: Edit
             raise ValueError(f"docs/site/index.md must hold {tag!r} exactly once")
         index = index.replace(tag, text)
     (src / "index.md").write_text(index, encoding="utf-8")
+    if edition.language == "zh_CN":
+        (src / SEARCH_DICTIONARY).write_text("".join(f"{word}\n" for word in search_words()), encoding="utf-8")
     es5, mathjax = vendor.install() / "mathjax" / "es5", src / "_static" / "mathjax"  # conf.py: mathjax_path
     for part in MATHJAX_PARTS:
         (mathjax / part).parent.mkdir(parents=True, exist_ok=True)

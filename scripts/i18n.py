@@ -31,8 +31,9 @@ build
 check
     Per notebook: entries, translated, fuzzy, untranslated; then one line per cell left to do
     (untranslated, fuzzy, out of step with the notebook), per translation that changes the
-    markdown's markup (code, math, links, HTML, headings) and per use of a glossary term
-    (locale/zh_CN/glossary.md) the translation does not write in the notes' form. Exit 1 if any.
+    markdown's markup (code, math, links, HTML, headings), per use of a glossary term
+    (locale/zh_CN/glossary.md) the translation does not write in the notes' form and per form the
+    glossary rules out (scripts/i18n_glossary.py). Exit 1 if any.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import i18n_glossary
 import nbformat
 import polib
 
@@ -57,7 +59,6 @@ LOCALE = "zh_CN"
 CATALOGS = Path("locale") / LOCALE / "LC_MESSAGES"
 GLOSSARY = Path("locale") / LOCALE / "glossary.md"
 ZH = Path("notebooks") / "zh"
-GLOSSARY_HEADER = ("English", "中文（笔记的写法）", "笔记")
 HEADER = ("Chinese ({locale}) translation of notebooks/{name}.ipynb: one entry per markdown cell, in\n"
           "notebook order, msgctxt = the cell's id. `make i18n` updates it from the English notebook,\n"
           "`make zh` writes notebooks/zh/{name}.ipynb from it (CONTRIBUTING.md, \"Translations\").\n"
@@ -409,83 +410,21 @@ def prose(text: str) -> str:
     return TAG.sub(" ", URL.sub(" ", MATH.sub(" ", text)))
 
 
-# --- the glossary -----------------------------------------------------------------------------
+# --- the glossary (scripts/i18n_glossary.py) -------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Term:
-    english: str
-    chinese: str
-    section: str
-    line: int
-
-    @property
-    def pattern(self) -> re.Pattern:
-        words = [re.escape(w) for w in self.english.split()]
-        # a whole word, not part of a hyphenated one: "forward" is not in "feed-forward"
-        return re.compile(r"(?<![\w-])" + r"[\s-]+".join(words) + r"(?:e?s)?(?![\w-])", re.I)
-
-    @property
-    def short(self) -> str:
-        """Where the form glosses the term on first use, ``stride（步幅）``, the form after it: stride."""
-        gloss = re.fullmatch(r"(.+?)[（(].+[）)]", self.chinese)
-        return gloss.group(1).strip() if gloss else self.chinese
-
-
-def _row(line: str) -> list[str] | None:
-    line = line.strip()
-    if not (line.startswith("|") and line.endswith("|") and len(line) > 1):
-        return None
-    return [cell.strip() for cell in line[1:-1].split("|")]
-
-
-def read_glossary(path: Path) -> list[Term]:
-    """The rows of the table headed ``| English | 中文（笔记的写法） | 笔记 |``."""
+def read_glossary(path: Path) -> i18n_glossary.Glossary:
+    """The terms of locale/zh_CN/glossary.md and the forms it rules out."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise I18nError(f"{path}: cannot read the glossary ({e})") from None
-    start = next((i for i, line in enumerate(lines) if tuple(_row(line) or ()) == GLOSSARY_HEADER), None)
-    if start is None:
-        raise I18nError(f"{path}: no table headed | {' | '.join(GLOSSARY_HEADER)} |")
-    separator = _row(lines[start + 1]) if start + 1 < len(lines) else None
-    if not separator or not all(re.fullmatch(r":?-{3,}:?", c) for c in separator):
-        raise I18nError(f"{path}, line {start + 2}: the table's header needs its | --- | --- | --- | line")
-    terms, seen = [], {}
-    for number, line in enumerate(lines[start + 2:], start + 3):
-        cells = _row(line)
-        if cells is None:
-            break
-        if len(cells) != 3 or not cells[0] or not cells[1]:
-            raise I18nError(f"{path}, line {number}: a row is | English term | 中文 form | the notes' section |")
-        key = _squash(cells[0]).lower()
-        if key in seen:
-            raise I18nError(f"{path}, line {number}: {cells[0]!r} is already on line {seen[key]}")
-        seen[key] = number
-        terms.append(Term(_squash(cells[0]), cells[1], cells[2], number))
-    return terms
+        return i18n_glossary.read_glossary(path)
+    except ValueError as e:
+        raise I18nError(str(e)) from None
 
 
-def glossary_problems(name: str, pairs: list[tuple[str, polib.POEntry]], terms: list[Term]) -> list[str]:
-    """One line per translated entry whose English uses a term its Chinese does not write in the
-    glossary's form. A form that glosses (``stride（步幅）``) is due whole at the term's first use in
-    the notebook, its first part (stride) after that."""
-    problems = []
-    first_use = {term: True for term in terms}
-    for cell_id, entry in pairs:
-        english = prose(entry.msgid)
-        chinese = prose(entry.msgstr).casefold()
-        for term in terms:
-            if not term.pattern.search(english):
-                continue
-            form = term.chinese if first_use[term] else term.short
-            first_use[term] = False
-            if entry.msgstr and not entry.fuzzy and form.casefold() not in chinese:
-                section = f", {term.section}" if term.section else ""
-                problems.append(f"{where(name, cell_id, entry.msgid)}: {term.english!r} is written {form} "
-                                f"(the notes' form, glossary{section}"
-                                f"{'; its first use in the notebook' if form != term.short else ''})")
-    return problems
+def glossary_problems(name: str, pairs: list[tuple[str, polib.POEntry]], terms: i18n_glossary.Glossary) -> list[str]:
+    """One line per translated entry that writes a glossary term otherwise than the notes do, or a
+    form the glossary rules out."""
+    return i18n_glossary.glossary_problems(name, pairs, terms, prose, where)
 
 
 # --- check ------------------------------------------------------------------------------------

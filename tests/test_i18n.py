@@ -133,6 +133,38 @@ def test_the_chinese_erratum_boxes_quote_the_notes_in_their_own_words(chinese):
     assert not wrong, "not the notes' words:\n" + "\n".join(wrong)
 
 
+# One way to write each (issue 36), in the prose of every translation (code and math aside).
+TYPOGRAPHY = {
+    "a multiple is 64 倍, not 64×": r"\d×(?![\d\s]*\d)",
+    "a bold label's full stop goes inside the bold: **先预测，再测量。**": r"(?:^|\n)(?:> )?\*\*[^*\n]+\*\*。",
+    "an enumerator is （a）, full width": r"\([a-f]\)|(?:^|[\n。；：])\s*\(\d\)",
+    "an erratum box is one paragraph: > **讲义写道**（§N）……。**实际上**，……":
+        r"讲义写道\*\*(?!（§)|\*\*实际上\*\*(?!，)|\n> \*\*实际上",
+}
+
+
+def test_the_catalogs_write_numbers_labels_enumerators_and_erratum_boxes_one_way():
+    import re
+
+    wrong, boxes = [], 0
+    for name in NAMES:
+        for entry in i18n.active(i18n.read_catalog(i18n.catalog_path(ROOT, name))):
+            text = i18n.prose(entry.msgstr)
+            boxes += text.count("讲义写道")
+            wrong += [f"{i18n.where(name, entry.msgctxt, entry.msgid)}: {rule}"
+                      for rule, pattern in TYPOGRAPHY.items() if re.search(pattern, text)]
+    assert boxes >= 10, f"only {boxes} erratum boxes found: the check looks at nothing"
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("planted", ["复制是 O(n)：64× 的元素", "**先预测，再测量**。view 是 O(1)", "答案。(a) 12",
+                                     "> **讲义写道** 「原话」（§6）。\n> **实际上** 不是这样"])
+def test_each_typography_rule_catches_its_fault(planted):
+    import re
+
+    assert [rule for rule, pattern in TYPOGRAPHY.items() if re.search(pattern, i18n.prose(planted))]
+
+
 def test_the_chinese_notebooks_keep_every_code_cell_id_metadata_and_tag(english, chinese):
     """The same cells and code as the English; the outputs are their own (make zh runs them: what the
     code prints and draws is Chinese) and a figure's caption, its alt text, is translated."""
@@ -425,6 +457,66 @@ def test_a_glossary_that_breaks_the_table_is_one_line(tmp_path, rows, error):
     (tmp_path / "none.md").write_text("| English | Chinese |\n", encoding="utf-8")
     with pytest.raises(i18n.I18nError, match="no table headed"):
         i18n.read_glossary(tmp_path / "none.md")
+    broken = "| stride | stride（步幅） | §2.2 |\n\n| 不用 | 改用 | 英文含有 |\n| --- | --- | --- |\n| 问全场 | |\n"
+    with pytest.raises(i18n.I18nError, match="line 10: a row is | the form not to write"):
+        i18n.read_glossary(_glossary(tmp_path, broken))
+
+
+def _entry(cid: str, english: str, chinese: str) -> tuple[str, polib.POEntry]:
+    return cid, polib.POEntry(msgctxt=cid, msgid=english, msgstr=chinese)
+
+
+BANNED = ("| tensor | 张量（tensor） | §2 |\n| tensor core | tensor core | §3.2 |\n"
+          "| kernel (GPU) | kernel | §3.1 |\n| kernel (operating system, Jupyter) | 内核 | — |\n\n"
+          "| 不用 | 改用 | 英文含有 |\n| --- | --- | --- |\n"
+          "| tensor | 张量 | |\n| 全场 | 提问 | |\n| 作业 | 任务 | job |\n")
+
+
+def test_a_form_the_glossary_rules_out_is_named_anywhere_or_where_the_english_has_its_word(tmp_path):
+    terms = i18n.read_glossary(_glossary(tmp_path, BANNED))
+    assert [(b.chinese, b.instead, b.english) for b in terms.banned] == [
+        ("tensor", "张量", ""), ("全场", "提问", ""), ("作业", "任务", "job")]
+    good = [_entry("a", "A tensor, and tensor cores.", "一个张量（tensor），以及 tensor core。"),  # inside the forms
+            _entry("b", "Assignment 1 counts it.", "作业 1 里算。"),  # 作业 is wrong only for a job
+            _entry("c", "The notes say \"tensors\".", "讲义写道「tensor」，即张量。"),  # a quote keeps its words
+            _entry("d", "A GPU kernel, then the Jupyter kernel.", "一个 kernel，然后是 Jupyter 的内核。"),
+            _entry("e", "The OS kernel maps it.", "操作系统内核映射它。"),  # either sense's form
+            _entry("f", "IntTensor or LongTensor.", "IntTensor 或 LongTensor。")]  # not the word tensor
+    assert i18n.glossary_problems("01_toy", good, terms) == []
+    bad = [_entry("a", "A tensor.", "一个 tensor。"), _entry("b", "Ask the room: a job.", "问全场：一个作业。"),
+           _entry("c", "The kernel.", "核函数。")]
+    assert i18n.glossary_problems("01_toy", bad, terms) == [
+        "notebooks/01_toy.ipynb, cell a (\"A tensor.\"): 'tensor' is written 张量（tensor） (the notes' form, glossary, "
+        "§2; its first use in the notebook)",
+        "notebooks/01_toy.ipynb, cell a (\"A tensor.\"): writes tensor, which the glossary rules out (line 12): "
+        "write 张量",
+        "notebooks/01_toy.ipynb, cell b (\"Ask the room: a job.\"): writes 全场, which the glossary rules out "
+        "(line 13): write 提问",
+        "notebooks/01_toy.ipynb, cell b (\"Ask the room: a job.\"): writes 作业, which the glossary rules out where "
+        "the English says 'job' (line 14): write 任务",
+        "notebooks/01_toy.ipynb, cell c (\"The kernel.\"): 'kernel' is written kernel or 内核 (the notes' form, "
+        "glossary, §3.1)"]
+
+
+@pytest.mark.parametrize("english, chinese, wrong", [
+    ("**For the presenter**\n\n- Ask the room: a job moves to bf16.", "**讲者备注**\n\n- 问全场：一个作业换成 bf16。",
+     ["全场", "作业"]),
+    ("The notes' calculation, then at MFU 1.", "下面先是讲义的算法，再算 MFU 1 的情形。", ["算法"]),
+    ("A tensor is a pointer plus metadata.", "tensor 是指针加元数据。", ["tensor"]),
+    ("The caching allocator's cache.", "allocator（内存分配器）和它的分配器缓存。", ["分配器"]),
+    ("Momentum at the same lr.", "momentum 在同样的 lr 下。", ["momentum"]),
+    ("From the same seed and generator.", "从同一个 seed 和 generator。", ["seed", "generator"]),
+], ids=["ask the room, job", "calculation", "tensor", "allocator", "momentum", "seed, generator"])
+def test_the_glossary_refuses_a_planted_wrong_term(tmp_path, capsys, english, chinese, wrong):
+    """The project's own glossary (locale/zh_CN/glossary.md) refuses the faults issue 36 found."""
+    _toy(tmp_path, [("a", english)])
+    i18n.extract(tmp_path)
+    shutil.copy2(ROOT / i18n.GLOSSARY, tmp_path / i18n.GLOSSARY)
+    _translate(tmp_path, {"a": chinese})
+    assert i18n.main(["--root", str(tmp_path), "check"]) == 1
+    out = capsys.readouterr().out
+    assert sorted(line.split(": writes ")[1].split(",")[0] for line in out.splitlines() if ": writes " in line) \
+        == sorted(wrong)
 
 
 # --- kept apart from the English everywhere else ----------------------------------------------

@@ -18,6 +18,7 @@ index's from locale/zh_CN/LC_MESSAGES/index.po here.
 
 import contextlib
 import logging
+from pathlib import Path
 
 # jieba (Sphinx's Chinese search) logs four DEBUG lines to stderr as it loads its dictionary.
 with contextlib.suppress(ImportError):
@@ -102,6 +103,13 @@ def _chinese_search():
         language_name = "English"
 
     return SearchChineseStemmedInEnglish
+
+
+# jieba's user dictionary: build_site.py writes the glossary's Chinese words into the Chinese edition's
+# source folder (locale/zh_CN/glossary.md), so that its index holds 优化器 and 算术强度 whole.
+_SEARCH_DICTIONARY = Path(__file__).with_name("jieba_dict.txt")
+if _SEARCH_DICTIONARY.is_file():
+    html_search_options = {"dict": str(_SEARCH_DICTIONARY)}
 
 
 def setup(app):
