@@ -27,7 +27,7 @@ from lecture_utils import setup; device = setup()
 #
 # The lecture opens with napkin math (§1.1–§1.2): a 70B model trained on 15T tokens costs
 # about $6ND$ FLOPs, and fp32 training with AdamW keeps 16 bytes per parameter (weights,
-# gradient, Adam's m and v). Notebooks 02 and 03 work them out; here, the two divisions:
+# gradient, Adam's m and v). Notebooks 02 and 03 work both out; here, the two divisions:
 
 # %% tags=["claim-S1", "claim-S3", "claim-S4"]
 from lecture_utils import check

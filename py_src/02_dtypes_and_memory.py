@@ -51,7 +51,7 @@ check("bytes torch allocated in fp32, fp16, bf16, fp8 e4m3, fp8 e5m2",
 # **On the device.** A tensor starts on the CPU; `.to(device)` copies it (or returns it when
 # it is already there). Predict, then measure what the allocator hands out (`Allocated`:
 # `memory_allocated()` on a GPU, the allocator's events on a CPU): one 32 × 32 fp32 tensor
-# moved there, one created there, then a cast of it to bf16:
+# moved there, one created there, then that one cast to bf16:
 
 # %% tags=["claim-S7"]
 from lecture_utils.allocator import Allocated

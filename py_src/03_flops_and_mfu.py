@@ -257,8 +257,8 @@ def time_op(fn, *args, repeats=5):
 
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# From here the package's `time_fn` times (`torch.utils.benchmark`), printing spread, threads
-# (one to compare kernels, all to measure the machine) and whether a busy machine misleads.
+# From here on `time_fn` times (`torch.utils.benchmark`) and prints the spread, threads (one
+# to compare kernels, all to measure the machine), and whether the machine was too busy.
 #
 # If time followed FLOPs, a copy (`x.clone()`: 8 bytes per element, 0 FLOPs) would be free;
 # by bytes, `sin(x) + x*x` takes $28/8 = 3.5$ copies: the prediction for a GPU (not yet
@@ -665,7 +665,7 @@ check("TF32, fp32 on the tensor cores (TFLOP/s)", {g: p["tf32"] for g, p in peak
 #
 # *Useful*: $6ND$, not recomputation. *Peak*: the dense peak of the dtype that ran (bf16 can
 # run faster at a *worse* MFU): a GPU's datasheet figure, a CPU's **nominal** cores × clock ×
-# FLOP per cycle. Never a measured rate: divided by itself, a measurement is at most 1.
+# FLOP per cycle. Never the best rate measured: that makes MFU at most 1 by construction.
 
 # %% slideshow={"slide_type": "slide"} tags=["claim-S20"]
 from lecture_utils.bench import mfu_text, peak_flops
@@ -695,8 +695,8 @@ if mfu_reliable:  # a clock that missed the work, or a wrong count, lands far ou
 # **bf16 against fp32.** The prediction on an H100 (not yet measured on a GPU here,
 # `docs/gpu/`): bf16 many times faster than fp32 at about the same MFU, its peak being 14.8×
 # higher. A CPU runs bf16 fast only with bf16 units (AVX-512 BF16 or AMX on x86); without them
-# torch converts every element to fp32 and back, about 50× *slower* than fp32 (46× on a
-# 2-core Zen 3 without them). The core's two timings, on this machine:
+# torch converts every element to fp32 and back, about 50× *slower* than fp32 (46× measured on a
+# 2-core Zen 3). The core's two timings, on this machine:
 
 # %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.hardware import cpu_spec

@@ -102,8 +102,8 @@ check("w.grad is untouched by the failed call", w.grad.item(), 6.0)
 # $$\nabla_W = X^\top G \quad (D \times B)(B \times K), \qquad
 #   \nabla_X = G W^\top \quad (B \times K)(K \times D).$$
 #
-# The first tells the optimizer how to change $W$; the second passes the blame to the layer
-# below. Each costs the forward's $2BDK$ FLOPs: backward is $4BDK$. Next, both by hand
+# The first tells the optimizer how to change $W$; the second passes the blame back to the previous
+# layer. Each costs the forward's $2BDK$ FLOPs: backward is $4BDK$. Next, both by hand
 # against autograd, with $G$ random (`H.backward(G)`), and counted.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}

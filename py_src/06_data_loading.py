@@ -109,8 +109,8 @@ err = check("the notes' randint with one valid window (5 tokens)", lambda: torch
 # %% [markdown] slideshow={"slide_type": "slide"}
 # **Predict, then measure: can the sampler keep up?** E3.1's run (GPT-2 small, 8 H100s)
 # consumes 2.0M tokens/s. A call gathers, widens and moves a batch; its fixed cost weighs
-# most on small batches. One thread (a loader's), a 0.9 MB file in the page cache: this times
-# the gather; from a disk, random reads set the limit.
+# most on small batches. Timed on one thread (a loader's) from a 0.9 MB file in the page
+# cache: the gather alone; from a disk, random reads set the limit.
 
 # %% tags=["claim-S29"]
 import matplotlib.pyplot as plt

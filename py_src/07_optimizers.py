@@ -457,7 +457,7 @@ check("Adam + L2, small gradients: decayed to almost nothing (kept < 0.1%)",
 # A state tensor has its parameter's shape, so the state is a whole number of copies of the
 # model. Predict, then measure (`Allocated`, notebook 02): each optimizer's first step on a
 # small MLP allocates exactly its state; then AdamW's ledger (§1.2: 4 + 4 + 4 + 4 bytes per
-# parameter, 4× the parameter's own):
+# parameter):
 
 # %%
 # @save lecture_utils/optim.py
