@@ -10,6 +10,7 @@
 
 The live slides are tests/test_live_slides.py's."""
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -76,6 +77,9 @@ def test_shift_enter_walks_the_core_path_and_leaves_going_deeper_and_notes_colla
     port, checkout = lab
     open_notebook(page, port, WALKED)
     k = kinds(WALKED)
+    # the stored outputs cleared first, so that a cell that ran shows it: [ ] until it runs, [n] after
+    page.locator(".lm-MenuBar-item", has_text="Edit").first.click()
+    page.locator(".lm-Menu-item:visible", has_text="Clear Outputs of All Cells").first.click()
     before = page.evaluate(JS_STATE)
     assert [i for i, c in enumerate(before) if c["collapsedHeading"]] == k["collapsed"]
     page.locator(CELLS).first.click()
@@ -91,11 +95,11 @@ def test_shift_enter_walks_the_core_path_and_leaves_going_deeper_and_notes_colla
     after = page.evaluate(JS_STATE)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=SCREENSHOTS / "lab-walked.png")
-    ran = {i for i, c in enumerate(after) if c["prompt"] != before[i]["prompt"]}
+    ran = {i for i, c in enumerate(after) if re.fullmatch(r"\[\d+\]:?", c["prompt"])}
     assert not ran & set(k["deeper code"]), f"Going-deeper cells ran: {sorted(ran & set(k['deeper code']))}"
     assert [i for i, c in enumerate(after) if c["collapsedHeading"]] == k["collapsed"], "a Going-deeper section opened"
-    assert set(k["core code"]) - ran - {len(after) - 1} == set() or len(ran) >= len(k["core code"]) - 2, (
-        f"core cells not run: {sorted(set(k['core code']) - ran)}")
+    shown = {i for i in k["core code"] if before[i]["prompt"]}  # an exercise check's prompt is hidden with its code
+    assert shown - ran == set(), f"core cells Shift+Enter did not run: {sorted(shown - ran)}"
     for i in k["notes"]:
         assert after[i]["label"] == NOTE_LABEL, f"cell {i}: a note open, or labelled {after[i]['label']!r}"
 
@@ -135,6 +139,5 @@ def test_the_file_browser_shows_each_notebooks_whole_name(lab, page):
         .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)""")
     width = page.evaluate("() => Math.round(document.querySelector('.jp-FileBrowser').getBoundingClientRect().width)")
     page.screenshot(path=SCREENSHOTS / "lab-files.png")
-    names = page.locator(".jp-DirListing-itemText").all_inner_texts()
-    assert sorted(names) == sorted(NOTEBOOKS + ["zh"])
+    assert set(NOTEBOOKS) <= set(page.locator(".jp-DirListing-itemText").all_inner_texts())
     assert not cut, f"at the file browser's default width ({width} px) these names are cut: {cut}"
