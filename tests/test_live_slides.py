@@ -180,6 +180,13 @@ def save(page, frame, path: Path) -> None:
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_every_live_slide_reruns_fits_and_leaves_the_lesson_as_stored(lab, page, name):
     port, checkout = lab
+    try:
+        check_presenting(page, port, checkout, name)
+    finally:  # the next notebook starts from the stored checkout, whatever this one left
+        subprocess.run(restore_line(), shell=True, cwd=checkout, check=True)
+
+
+def check_presenting(page, port: int, checkout: Path, name: str) -> None:
     console, failed = [], []
     page.on("console", lambda m: console.append(f"{m.type}: {m.text[:200]}")
             if m.type == "error" and not known_upstream(m) else None)
