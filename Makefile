@@ -100,9 +100,10 @@ run: $(STAMP)  ## execute every notebook headless; HTML to build/; then name any
 # inputs from whichever file of a pair is newer and keeps the cell ids (no noisy diffs).
 # One notebook: make regen TWINS=py_src/01_tensors_and_strides.py
 TWINS := $(LESSONS:%=py_src/%.py)
-regen: export  ## export lesson code, re-execute notebooks in place (new goldens), re-sync the .py twins, then make i18n zh
+regen: export  ## export lesson code, re-execute notebooks in place (new goldens), alt text on each figure, re-sync the .py twins, then make i18n zh
 	$(BIN)/jupytext --sync --quiet $(TWINS)
 	$(EXECUTE) --to notebook --inplace $(TWINS:py_src/%.py=notebooks/%.ipynb)
+	$(BIN)/python scripts/figure_alt.py $(TWINS:py_src/%.py=notebooks/%.ipynb)
 	$(BIN)/jupytext --sync --quiet $(TWINS)
 	$(I18N) extract
 	$(I18N) build $(TWINS:py_src/%.py=%)

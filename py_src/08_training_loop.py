@@ -687,6 +687,7 @@ from lecture_utils.allocator import Allocated
 predicted = {"bf16 weights": 2, "fp32 gradients": 4, "fp32 master": 4, "m and v": 4 + 4}  # bytes per parameter
 x_mp = torch.randn(8, 64).to(device, torch.bfloat16)  # a bf16 input (drawn on the CPU, then moved)
 x_mp @ x_mp.T  # a first bf16 matmul, outside the count: on a GPU it allocates cuBLAS's workspace
+w_mp = master = opt_master = None  # a run before this one (the cell run again) frees its tensors here
 with Allocated(device) as held:
     w_mp = torch.randn(64, 64).to(device, torch.bfloat16).requires_grad_()  # a bf16 weight matrix
     (x_mp @ w_mp).float().square().mean().backward()  # its gradient: bf16
@@ -862,26 +863,24 @@ check("autocast: the same 16 in all", sum(measured_ac.values()), float(bytes_per
 # micro-batches). 15 CPU steps, out of memory above 4 sequences:
 
 # %% slideshow={"slide_type": "-"}
+from functools import partial
+
 cfg = TrainConfig(steps=15, batch_size=8, seq_len=64, warmup=3, val_every=5, device="cpu")  # tiny, lr 3e-3
-trainer = Trainer(cfg, workdir / "trainer", progress=False, echo=print)
-forward = trainer.parts.model.forward
 
 
-def forward_that_runs_out_of_memory(x):  # a GPU too small to train on more than 4 sequences at once
+def forward_that_runs_out_of_memory(forward, x):  # a GPU too small to train on more than 4 sequences at once
     if x.shape[0] > 4 and torch.is_grad_enabled():  # (validation keeps no activations for backward)
         raise torch.OutOfMemoryError("CUDA out of memory (raised by hand)")
     return forward(x)
 
-
-trainer.parts.model.forward = forward_that_runs_out_of_memory
-
 # %% slideshow={"slide_type": "slide"} tags=["claim-S35"]
+trainer = Trainer(cfg, tempfile.mkdtemp(dir=workdir), progress=False, echo=print)  # a new run each time
+trainer.parts.model.forward = partial(forward_that_runs_out_of_memory, trainer.parts.model.forward)
 records = trainer.run()
 check("out of memory: micro-batches of 4, two per step", (trainer.parts.batches.micro, trainer.parts.batches.accum), (4, 2))
 check("validation at steps", [r["step"] for r in records if "val_loss" in r], [5, 10, 15])
-lrs = [r["lr"] for r in records]
-check("learning rate: warm-up over steps 1-3 to 3e-3, then decay", (lrs[:4], lrs[3] > lrs[-1]),
-      ([0.0, 1e-3, 2e-3, 3e-3], True))
+check("learning rate: warm-up over steps 1-3 to 3e-3, then decay",
+      ([r["lr"] for r in records[:4]], records[3]["lr"] > records[-1]["lr"]), ([0.0, 1e-3, 2e-3, 3e-3], True))
 check("steps whose gradient norm was above clip = 1.0, so clipped", sum(r["grad_norm"] > cfg.clip for r in records) > 0,
       True)
 
@@ -900,12 +899,12 @@ import json
 
 from lecture_utils.plots import plot_training_curves
 
-logged = [json.loads(line) for line in (workdir / "trainer" / "log.jsonl").read_text().splitlines()]
+logged = [json.loads(line) for line in (trainer.out / "log.jsonl").read_text().splitlines()]
 check("log.jsonl: one JSON line per step", len(logged), 15)
 check("warm-up: the lr of steps 1-3", [r["lr"] for r in records[:3]], [0.0, 1e-3, 2e-3])
 check("log.jsonl: the same losses the trainer returned", [r["loss"] for r in logged] == [r["loss"] for r in records],
       True)
-fig = plot_training_curves(workdir / "trainer")
+fig = plot_training_curves(trainer.out)
 check("the loss panel draws those losses", list(fig.axes[0].lines[0].get_ydata()) == [r["loss"] for r in records],
       True)
 check("the loss fell by more than 1.0", records[0]["loss"] - records[-1]["loss"] > 1.0, True)
@@ -946,6 +945,7 @@ measured("MFU (median of steps 4-15)", statistics.median(r["mfu"] for r in later
 # (38.6M) still counts. Then the scratch folder of this notebook's checkpoints is removed.
 
 # %% slideshow={"slide_type": "skip"} tags=["deeper"]
+import atexit
 import shutil
 
 from lecture_utils.models import n_params
@@ -982,8 +982,7 @@ if cuda_only(device, "GPT-2 small in bf16 with fused AdamW"):
     torch.cuda.empty_cache()
 
 trainer.close()
-shutil.rmtree(workdir)
-check("the scratch folder is gone", not workdir.exists(), True)
+atexit.register(shutil.rmtree, workdir, ignore_errors=True)  # when the kernel stops: the slides still write there
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember

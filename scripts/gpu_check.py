@@ -26,10 +26,8 @@ stopped by signal N (SIGINT, SIGTERM, SIGHUP).
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
 import datetime
-import io
 import json
 import os
 import platform
@@ -39,184 +37,17 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
-import types
 from pathlib import Path
 
+# The stage that runs a notebook, and the report's text, each in a module of its own beside this one.
+from gpu_cells import NOT_ON_THE_GPU_MACHINE, run_notebook
+from gpu_report import NOT_STARTED, brief, fill_reference, summary_markdown
+
 ROOT = Path(__file__).resolve().parents[1]
-CELL = re.compile(r"^# %%(?P<markdown> \[markdown\])?")
-# What the lent GPU machine lacks: cells importing these are skipped there, and the CPU rehearsal hides them.
-NOT_ON_THE_GPU_MACHINE = ("IPython", "ipykernel", "ipywidgets", "jupyter", "jupyter_client", "jupyter_core",
-                          "jupyterlab", "jupytext", "matplotlib_inline", "nbclient", "nbconvert", "nbformat",
-                          "nbval", "beartype", "tokenizers", "pytest")
 HIDE_ENV = "GPU_CHECK_HIDE"
 RESULT = "@@gpu-check-result@@ "  # a stage's last stdout line: this, then its result as JSON
 FILES = ("report.json", "summary.md", "reference.md", "logs.txt")
-NOT_STARTED = "not started"
-REF = re.compile(r"^(?P<line>.*?)\s+\[ref (?P<key>[\w-]+)\]$")  # lecture_utils.checks.REF, at a line's end
 TARGET = re.compile(r"^target (?P<key>[\w-]+): (?P<text>.*)$")  # benchmarks/_targets.py's lines
-
-
-# --- a notebook, in the child process --------------------------------------------------------
-
-
-def parse_cells(path: Path) -> list[str]:
-    """The code cells of a jupytext percent file (a raising cell is a failure: notebooks show an
-    error with ``check(..., raises=)``, which does not raise)."""
-    cells, current = [], None
-    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
-        if match := CELL.match(line):
-            if current is not None:
-                cells.append(current)
-            current = None if match["markdown"] else ""
-        elif current is not None:
-            current += line
-    return cells + ([current] if current is not None else [])
-
-
-def names(source: str) -> tuple[set[str], set[str]]:
-    """(names a cell binds, names it reads without binding them)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set(), set()
-    bound, read = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.Name):
-            (bound if isinstance(node.ctx, ast.Store) else read).add(node.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return bound, read - bound
-
-
-def cuda_blocks(source: str) -> list[dict]:
-    """The ``if cuda_only(device, "<what>"):`` blocks of a cell, in order, with their asserts."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    blocks = []
-    for node in ast.walk(tree):
-        test = getattr(node, "test", None) if isinstance(node, ast.If) else None
-        if (isinstance(test, ast.Call) and getattr(test.func, "id", None) == "cuda_only" and len(test.args) == 2
-                and isinstance(test.args[1], ast.Constant)):
-            checks = sorted((n for n in ast.walk(node) if isinstance(n, ast.Assert)), key=lambda n: n.lineno)
-            blocks.append({"what": test.args[1].value, "lines": (node.lineno, node.end_lineno),
-                           "checks": [(n.lineno, n.end_lineno, ast.get_source_segment(source, n)) for n in checks]})
-    return sorted(blocks, key=lambda b: b["lines"])
-
-
-def block_rows(blocks: list[dict], cell: int, entered: dict, printed: list[str], err=None, filename="",
-               skipped: str = "") -> list[dict]:
-    """passed / failed / skipped for each cuda_only block of one cell, from how the cell ended."""
-    lines = [f.lineno for f in reversed(traceback.extract_tb(err.__traceback__)) if f.filename == filename] if err else []
-    rows = []
-    for b in blocks:
-        row = {"what": b["what"], "cell": cell, "checks": [c[2] for c in b["checks"]], "measured": printed}
-        first, last = b["lines"]
-        at = next((x for x in lines if first <= x <= last), None)
-        if skipped:
-            row.update(status="skipped", reason=skipped)
-        elif at is not None:
-            statement = next((c[2] for c in b["checks"] if c[0] <= at <= c[1]), None)
-            row.update(status="failed", message="".join(traceback.format_exception_only(type(err), err)).strip(),
-                       **({"statement": statement} if statement else {}))
-        elif b["what"] not in entered:
-            row.update(status="skipped", reason=f"not reached: the cell failed first ({type(err).__name__})"
-                       if err else "not reached")
-        elif not entered[b["what"]]:
-            row.update(status="skipped", reason="cuda_only() returned False (not on a CUDA device)")
-        else:
-            row.update(status="passed")
-        rows.append(row)
-    return rows
-
-
-class _Tee(io.StringIO):
-    """Keeps what the cells print (each block's lines are found in it) and passes it on as it comes,
-    so a stage stopped half-way still leaves its output in the log."""
-
-    def __init__(self, stream):
-        super().__init__()
-        self.stream = stream
-
-    def write(self, text: str) -> int:
-        self.stream.write(text)
-        return super().write(text)
-
-
-def run_notebook(py: Path, stream=None) -> dict:
-    """Execute one notebook twin cell by cell; its status, cuda_only blocks and machine-dependent lines."""
-    import matplotlib.pyplot as plt
-
-    import lecture_utils
-    import lecture_utils.device
-    from lecture_utils.checks import CHECK_MARK, MEASURED_PREFIX, PER_DEVICE_PREFIX
-
-    prefixes = (MEASURED_PREFIX, PER_DEVICE_PREFIX)
-    module = sys.modules["__notebook__"] = types.ModuleType("__notebook__")  # dataclasses look classes up here
-    unavailable: dict[str, str] = {}  # name -> where it came from ("a skipped cell", "failed cell 3")
-    result = {"ran": 0, "skipped": [], "failed": [], "blocks": [], "status": "passed"}
-    output, entered, original = _Tee(stream or sys.stdout), {}, lecture_utils.device.cuda_only
-
-    def recording_cuda_only(device, what):
-        entered[what] = original(device, what)
-        return entered[what]
-
-    # both homes: lecture_utils keeps a name once looked up there (its lazy exports)
-    lecture_utils.cuda_only = lecture_utils.device.cuda_only = recording_cuda_only
-    cwd, start = Path.cwd(), time.perf_counter()
-    os.chdir(ROOT / "notebooks")  # as Jupyter does: the notebook's folder
-    cells = parse_cells(py)
-    try:
-        for i, source in enumerate(cells, 1):
-            filename, before = f"{py.name}:cell{i}", output.tell()
-            blocks, (bound, read) = cuda_blocks(source), names(source)
-            needs = sorted(read & unavailable.keys())
-            if needs:  # a name from a skipped or failed cell: do not run on half-defined state
-                reason = f"uses {needs[0]} from {unavailable[needs[0]]}"
-                result["skipped"].append(f"cell {i}: {reason}")
-                unavailable.update(dict.fromkeys(bound, unavailable[needs[0]]))
-                result["blocks"] += block_rows(blocks, i, entered, [], skipped=reason)
-                continue
-            try:
-                with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-                    exec(compile(source, filename, "exec"), module.__dict__)
-                result["ran"] += 1
-                for name in bound:
-                    unavailable.pop(name, None)
-                printed = [x for x in output.getvalue()[before:].splitlines() if x.startswith(prefixes)]
-                result["blocks"] += block_rows(blocks, i, entered, printed)
-            except Exception as err:
-                printed = [x for x in output.getvalue()[before:].splitlines() if x.startswith(prefixes)]
-                missing = (getattr(err, "name", None) or "").split(".")[0]
-                if isinstance(err, ModuleNotFoundError) and missing in NOT_ON_THE_GPU_MACHINE:
-                    reason, origin = f"needs {missing}", "a skipped cell"
-                else:
-                    reason, origin = "", f"failed cell {i}"
-                    error = f"cell {i}: " + "".join(traceback.format_exception_only(type(err), err)).strip()
-                    result.update(status="failed", error=result.get("error", error))
-                    result["failed"].append(error)
-                    output.write(traceback.format_exc())
-                if reason:
-                    result["skipped"].append(f"cell {i}: {reason}")
-                result["blocks"] += block_rows(blocks, i, entered, printed, err, filename, skipped=reason)
-                for name in bound:  # dropped, so a failed block's tensors leave GPU memory
-                    unavailable[name] = origin
-                    module.__dict__.pop(name, None)
-            finally:
-                plt.close("all")
-    finally:
-        os.chdir(cwd)
-        lecture_utils.device.cuda_only = original
-        del lecture_utils.cuda_only  # looked up afresh, from lecture_utils.device, next time
-    text = output.getvalue()
-    result.update(cells=len(cells), seconds=round(time.perf_counter() - start, 1),
-                  checks=sum(line.startswith(CHECK_MARK) for line in text.splitlines()),
-                  measured=[line for line in text.splitlines() if line.startswith(prefixes)])
-    return result
 
 
 # --- the other stages, in the child process -----------------------------------------------------
@@ -403,93 +234,6 @@ class Check:
         except OSError as err:
             self.unwritable = describe(err)
             self.kill()
-
-
-def target_verdict(line: str) -> str:
-    """met, missed, gross regression, no target here, or not measured, from a benchmark's target line."""
-    for ending, verdict in (("gross regression (worse than half the target)", "gross regression"),
-                            (": met", "met"), (": missed", "missed")):
-        if line.endswith(ending):
-            return verdict
-    return "not measured" if "not measured" in line else "no target here"
-
-
-def brief(row: dict) -> str:
-    """A stage's result in a few words, for its line on the console and in summary.md."""
-    detail = row.get("detail", {})
-    if row["status"] in ("timed out", "crashed", "stopped", NOT_STARTED, "running"):
-        return row.get("reason", "")
-    if row["kind"] == "notebook":
-        blocks = [b["status"] for b in detail.get("blocks", [])]
-        counts = ", ".join(f"{blocks.count(s)} {s}" for s in ("passed", "failed", "skipped") if blocks.count(s))
-        return (f"{detail['ran']}/{detail['cells']} cells, {detail['checks']} checks, {len(detail['skipped'])} "
-                f"skipped; GPU blocks: {counts or 'none'}" + (f"; {detail['error']}" if "error" in detail else ""))
-    verdicts = [target_verdict(t) for t in row.get("targets", [])]
-    return (f"exit {detail.get('returncode')}; targets: "
-            + (", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts)) or "none printed"))
-
-
-def summary_markdown(report: dict) -> str:
-    stages = report["stages"]
-    lines = [f"# GPU check: {report['gpu']}", "",
-             f"- {report['date']}; torch {report['torch']}, CUDA {report['cuda']}, driver {report['driver']}, "
-             f"Python {report['python']}",
-             f"- `{report['command']}`: {report['verdict']}, {report['seconds']} s (deadline {report['deadline_s']:g} s)"]
-    lines += [f"- **{n} was running when this report was written**; if the check is no longer running, it "
-              "stopped there." for n, r in stages.items() if r["status"] == "running"]
-    lines += ["", "## Stages", "", "| stage | status | seconds | what it found |", "| --- | --- | --- | --- |"]
-    lines += [f"| {n} | {r['status']} | {r.get('seconds', '')} | {brief(r)} |" for n, r in stages.items()]
-    lines += ["", "## GPU-only blocks (`if cuda_only(device, ...)`)", "",
-              "Each block by its name: passed, failed (with the error) or skipped (and why); what it checks; "
-              "what it measured.", ""]
-    for name, r in stages.items():
-        for b in r.get("detail", {}).get("blocks", []):
-            detail = b.get("message") or b.get("reason") or ""
-            lines.append(f"- **{b['status']}**: {name}, cell {b['cell']}: {b['what']}" + (f" ({detail})" if detail else ""))
-            lines += [f"  - failing statement: `{b['statement']}`"] if b.get("statement") else []
-            lines += [f"  - checks: `{c}`" for c in b["checks"]] or ["  - checks: (no assert: it only measures)"]
-            lines += [f"  - `{m}`" for m in b["measured"]]
-    lines += ["", "## Benchmark targets", "", "Targets and their sources: [reference.md](reference.md#benchmark-targets). "
-              "A missed target is information; only a gross regression (worse than half the target) fails a "
-              "benchmark.", ""]
-    lines += [f"- {n}: `{t}`" for n, r in stages.items() for t in r.get("targets", [])] or ["- (none ran)"]
-    lines += ["", "Every `[measured]` and `[per-device]` line and every figure: `report.json`; every stage's output: "
-              "`logs.txt`; published figures beside these: [reference.md](reference.md)."]
-    return "\n".join(lines) + "\n"
-
-
-def fill_reference(text: str, report: dict) -> str:
-    """reference.md with its "Measured here" column filled; every other cell kept as it is.
-
-    A row's value is what a cell printed with ``measured(..., ref=<the row's key>)``; a row that
-    no block measured this run says why (its block was skipped, or nothing printed it).
-    """
-    stamp = f"{report['gpu']}, torch {report['torch']}, CUDA {report['cuda']}, {report['date']}"
-    values, reasons = {}, {}
-    for r in report["stages"].values():
-        for b in r.get("detail", {}).get("blocks", []):
-            for line in b["measured"]:
-                if m := REF.match(line):
-                    values[m["key"]] = m["line"].split(": ", 1)[-1] + (" (its block failed)" if b["status"] == "failed" else "")
-            if b["status"] == "skipped":
-                reasons[b["what"]] = f"not measured: skipped ({b['reason']})"
-    out, column = [], None
-    for line in text.splitlines():
-        if line.startswith("**Measured here:**"):
-            line = f"**Measured here:** {stamp}, by `scripts/gpu_check.py` (details: summary.md, report.json)."
-        elif line.startswith("|"):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if "Measured here" in cells:
-                column = cells.index("Measured here")
-            elif column is not None and len(cells) > column and not cells[column].startswith("—"):
-                key, stands_in = cells[0].strip("`"), cells[column - 1] if column else ""
-                reason = next((why for what, why in reasons.items() if what in stands_in), "not measured this run")
-                cells[column] = f"{values.get(key, reason)} ({report['gpu']})".replace("|", "/")
-                line = "| " + " | ".join(cells) + " |"
-        else:
-            column = None  # a table ends at the first line that is not a row
-        out.append(line)
-    return "\n".join(out) + "\n"
 
 
 def _out_problem(out: Path) -> str | None:

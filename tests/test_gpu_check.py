@@ -1,4 +1,5 @@
-"""scripts/gpu_check.py: its cell runner, its report, and the whole command rehearsed on the CPU."""
+"""scripts/gpu_check.py: its cell runner (gpu_cells.py), its report (gpu_report.py), and the whole command
+rehearsed on the CPU."""
 
 import errno
 import io
@@ -15,7 +16,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+import gpu_cells  # noqa: E402
 import gpu_check  # noqa: E402
+import gpu_report  # noqa: E402
 
 from lecture_utils import files  # noqa: E402
 from lecture_utils.files import write_text  # noqa: E402
@@ -52,7 +55,7 @@ print("[measured] time: 1 ms")
 def test_parse_cells_keeps_the_code_cells_in_order(tmp_path):
     path = tmp_path / "99_probe.py"
     path.write_text(NOTEBOOK)
-    cells = gpu_check.parse_cells(path)
+    cells = gpu_cells.parse_cells(path)
     assert len(cells) == 5  # the markdown cell and the header are not code
     assert cells[0].startswith("from lecture_utils import check")
     assert cells[1].startswith("err = check(") and cells[4].startswith('check("x"')
@@ -63,7 +66,7 @@ def test_run_notebook_runs_checked_errors_and_skips_missing_packages(tmp_path, m
     path = tmp_path / "99_probe.py"
     path.write_text(NOTEBOOK)
     log = io.StringIO()
-    result = gpu_check.run_notebook(path, log)
+    result = gpu_cells.run_notebook(path, log)
     assert result["status"] == "passed", result
     assert (result["ran"], result["checks"]) == (3, 2)
     assert result["skipped"] == ["cell 3: needs ipywidgets", "cell 4: uses slider from a skipped cell"]
@@ -75,7 +78,7 @@ def test_run_notebook_fails_on_a_real_error_and_skips_what_depends_on_it(tmp_pat
     path = tmp_path / "98_broken.py"
     path.write_text("# %%\nx = 1\n\n# %%\ny = 1 / 0\n\n# %%\nprint(y)\n\n# %%\nprint('independent', x)\n")
     log = io.StringIO()
-    result = gpu_check.run_notebook(path, log)
+    result = gpu_cells.run_notebook(path, log)
     assert result["status"] == "failed" and "ZeroDivisionError" in result["error"]
     assert result["ran"] == 2  # cells 1 and 4; cell 3 needs y from the failed cell
     assert result["skipped"] == ["cell 3: uses y from failed cell 2"]
@@ -87,7 +90,7 @@ def test_a_notebook_may_define_a_dataclass(tmp_path):
     path = tmp_path / "96_dataclass.py"
     path.write_text("# %%\nfrom dataclasses import dataclass\n\n@dataclass\nclass P:\n    x: int\n\nprint(P(1))\n")
     log = io.StringIO()
-    assert gpu_check.run_notebook(path, log)["status"] == "passed" and "P(x=1)" in log.getvalue()
+    assert gpu_cells.run_notebook(path, log)["status"] == "passed" and "P(x=1)" in log.getvalue()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without CUDA")
@@ -133,7 +136,7 @@ if cuda_only(torch.device("cpu"), "a block gated off on this device"):
 def gpu_run(tmp_path):
     path = tmp_path / "97_gpu.py"
     path.write_text(GPU_NOTEBOOK)
-    return gpu_check.run_notebook(path, io.StringIO())
+    return gpu_cells.run_notebook(path, io.StringIO())
 
 
 def test_each_cuda_only_block_is_reported_by_name_with_its_checks(tmp_path):
@@ -166,7 +169,7 @@ def fake_report(result):
 
 
 def test_the_summary_lists_every_block_with_its_status_and_failing_statement(tmp_path):
-    text = gpu_check.summary_markdown(fake_report(gpu_run(tmp_path)))
+    text = gpu_report.summary_markdown(fake_report(gpu_run(tmp_path)))
     assert "- **passed**: 97_gpu, cell 2: a block that holds" in text
     assert "- **failed**: 97_gpu, cell 3: a block whose assert fails (AssertionError: MFU 0.50 < 0.6)" in text
     assert "  - failing statement: `assert mfu >= 0.6, f\"MFU {mfu:.2f} < 0.6\"`" in text
@@ -189,7 +192,7 @@ def test_the_reference_gets_its_measured_column_filled_and_keeps_the_published_o
     before = (ROOT / "docs" / "gpu" / "reference.md").read_text(encoding="utf-8")
     reference = tmp_path / "reference.md"
     reference.write_text(before)
-    write_text(reference, gpu_check.fill_reference(before, fake_report(result)))
+    write_text(reference, gpu_report.fill_reference(before, fake_report(result)))
     after = reference.read_text()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".reference")] == []  # no temp left
     old, new = table_cells(before), table_cells(after)

@@ -554,7 +554,8 @@ def _fake_checkout(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("target, expected", [
     ("i18n", ["python scripts/i18n.py extract"]),
     ("zh", ["python scripts/i18n.py build", "jupyter"]),
-    ("regen", ["python scripts/export_lessons.py", "jupytext", "jupyter", "jupytext",
+    ("regen", ["python scripts/export_lessons.py", "jupytext", "jupyter",
+               "python scripts/figure_alt.py " + " ".join(f"notebooks/{name}.ipynb" for name in NAMES), "jupytext",
                "python scripts/i18n.py extract", "python scripts/i18n.py build " + " ".join(NAMES), "jupyter"]),
 ])
 def test_make_i18n_zh_and_regen_build_and_run_the_chinese_notebooks(tmp_path, target, expected):
