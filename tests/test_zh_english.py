@@ -18,6 +18,7 @@ The figures' text is what each figure of a Chinese notebook recorded in its outp
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import re
@@ -39,6 +40,24 @@ SENTENCE = re.compile(rf"(?<![\w.\-/]){WORD}(?:[ ,;:()\"'–-]+{WORD}){{2,}}(?![
 QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|“[^”\n]*”|「[^」\n]*」")
 ITALIC = re.compile(r"(?<![*\w])\*[^*\n]+\*(?!\*)")
 REPR = re.compile(r"^\s*(tensor\(|Parameter|array\(|[\[{(<]|\d+ tokens:|[A-Z]\w*\(children=)")
+LABELLED = re.compile(r"^(.*?[:：]\s*)([\[{(].*)$")  # "✓ label: {'x': True}": a label, then a value
+VALUE_NAMES = {"True", "False", "None", "inf", "nan"}
+
+
+def is_value(text: str) -> bool:
+    """A Python literal as Python prints it (``[inf, 448.0]``, ``{'x': True}``), not prose in brackets."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return False
+    return all(isinstance(node, (ast.Expression, ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict,
+                                 ast.UnaryOp, ast.USub, ast.Load))
+               or (isinstance(node, ast.Name) and node.id in VALUE_NAMES) for node in ast.walk(tree))
+
+
+def without_value(line: str) -> str:
+    labelled = LABELLED.match(line)
+    return labelled.group(1) if labelled and is_value(labelled.group(2)) else line
 
 
 def english_sentences(text: str) -> list[str]:
@@ -57,7 +76,7 @@ def reader_text(nb: dict) -> list[tuple[str, str]]:
             continue
         for out in cell.get("outputs", []):
             text = "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
-            found += [(where, line) for line in text.splitlines() if not REPR.match(line)]
+            found += [(where, without_value(line)) for line in text.splitlines() if not REPR.match(line)]
             texts = out.get("metadata", {}).get("image/png", {}).get("texts", [])
             found += [(f"{where} (figure)", t) for t in texts]
     return found
@@ -75,6 +94,13 @@ def test_the_rule_finds_english_sentences_and_keeps_code_identifiers_units_and_t
     assert english_sentences("见 *The Jargon File* 与 'a quoted title here'") == []
     assert english_sentences("torch.get_float32_matmul_precision() 是 x.T.contiguous()") == []
     assert english_sentences("a view is cheap; 一个 view 很便宜") == ["view is cheap"]  # "a": one letter
+
+
+def test_a_printed_value_after_a_label_is_not_a_sentence_but_prose_in_brackets_is():
+    assert without_value("✓ 全部相等：{'x': True, 'y': False, 'z': None}") == "✓ 全部相等："
+    assert without_value("✓ 可表示：[inf, inf, 448.0, -1e-05]") == "✓ 可表示："
+    assert without_value("✓ 结果：(not answered yet)") == "✓ 结果：(not answered yet)"
+    assert english_sentences(without_value("✓ 结果：[this is prose]")) == ["this is prose"]
 
 
 def test_a_figure_records_the_text_it_draws_in_chinese(tmp_path):
