@@ -15,6 +15,7 @@ from matplotlib.patches import Rectangle
 
 from lecture_utils.dtypes import dtype_info
 from lecture_utils.files import replace_atomically
+from lecture_utils.language import _
 
 _SIGN, _EXP, _MANT = "#d62728", "#1f77b4", "#2ca02c"
 
@@ -27,17 +28,15 @@ def plot_bit_layout(dtypes=("float32", "float16", "bfloat16", "float8_e4m3fn", "
     fig, ax = plt.subplots(figsize=(9, 0.55 * len(infos) + 0.8))
     for row, info in enumerate(infos):
         y = len(infos) - 1 - row
-        parts = [("sign", info.sign_bits, _SIGN), ("exponent", info.exponent_bits, _EXP),
-                 ("mantissa", info.mantissa_bits, _MANT)]
         x = 0
-        for _, n, color in parts:
-            for _ in range(n):
+        for n, color in ((info.sign_bits, _SIGN), (info.exponent_bits, _EXP), (info.mantissa_bits, _MANT)):
+            for _bit in range(n):
                 ax.add_patch(Rectangle((x, y + 0.1), 1, 0.8, facecolor=color, edgecolor="white"))
                 x += 1
         ax.text(-0.5, y + 0.5, f"{info.name}  ({info.bits} bits)", ha="right", va="center")
         ax.text(x + 0.5, y + 0.5, f"{info.sign_bits}/{info.exponent_bits}/{info.mantissa_bits}",
                 ha="left", va="center", color="0.3")
-    for label, color in (("sign", _SIGN), ("exponent", _EXP), ("mantissa", _MANT)):
+    for label, color in ((_("sign"), _SIGN), (_("exponent"), _EXP), (_("mantissa"), _MANT)):
         ax.add_patch(Rectangle((0, 0), 0, 0, facecolor=color, label=label))
     ax.set_xlim(-14, 38)
     ax.set_ylim(-0.1, len(infos) + 0.1)
@@ -71,7 +70,7 @@ def plot_strides(x: torch.Tensor | dict[str, torch.Tensor], title: str | None = 
     for shape in shapes.values():
         if len(shape) != 2:
             raise ValueError(f"plot_strides draws 2-D tensors, got shape {shape}")
-    max_rows = max(rows for rows, _ in shapes.values())
+    max_rows = max(rows for rows, _cols in shapes.values())
     cmap = plt.get_cmap("tab10")
     if len(views) == 1:
         width = max(8.0, 0.6 * max(n_storage.values()))
@@ -164,9 +163,8 @@ def plot_roofline(points, peak_flops, bandwidth, title=None):
     # One legend entry per point (labels beside the points would collide where several
     # share an intensity), after the ceiling's own entry; the legend sits right of the axes.
     handles = [ceiling_line] + [Line2D([], [], ls="none", marker="o", color=c) for c in colors]
-    labels = [f"ceiling = min(peak {peak:.3g} FLOP/s,\n  {bw:.3g} B/s × intensity)"]
-    labels += [p[0] for p in checked]
-    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=12,
+    ax.legend(handles, [f"ceiling = min(peak {peak:.3g} FLOP/s,\n  {bw:.3g} B/s × intensity)",
+                        *(p[0] for p in checked)], loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=12,
               frameon=False, borderaxespad=0)
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(min(*ys, bw * x_lo) / 2, max(*ys, peak) * 3)

@@ -703,8 +703,8 @@ from lecture_utils.hardware import cpu_spec
 
 has_units = device.type != "cpu" or cpu_spec().flops_per_cycle("bf16") is not None
 speed = mfu_timings["fp32"].median / mfu_timings["bf16"].median
-prediction = "above 1 (bf16 units)" if has_units else "below 1/5 (no bf16 units: emulated)"
-measured("bf16 speed / fp32 speed", f"predicted {prediction}, measured {speed:.3g}",
+measured("bf16 speed / fp32 speed", f"predicted above 1 (bf16 units), measured {speed:.3g}" if has_units
+         else f"predicted below 1/5 (no bf16 units: emulated), measured {speed:.3g}",
          spread=(mfu_timings["fp32"], mfu_timings["bf16"]))
 if mfu_reliable:
     assert speed > 1 if has_units else speed < 0.2, speed

@@ -148,7 +148,7 @@ fit = (lambda theta: A.T @ (A @ theta - 1), [0.0] * 16, 100)  # the gradient of 
 TWINS = {SGD: (torch.optim.SGD, {}), Momentum: (torch.optim.SGD, {"momentum": 0.9}), AdaGrad: (torch.optim.Adagrad, {}),
          RMSProp: (torch.optim.RMSprop, {}), Adam: (torch.optim.Adam, {}), AdamW: (torch.optim.AdamW, {})}
 for ours, (theirs, hyper) in TWINS.items():
-    check(f"{ours.__name__} takes torch.optim.{theirs.__name__}'s 100 steps{' (momentum 0.9)' * bool(hyper)}",
+    check(f"{ours.__name__} takes torch.optim.{theirs.__name__}'s 100 steps",
           descend(ours, *fit, lr=0.01, **hyper), descend(theirs, *fit, lr=0.01, **hyper), rel=1e-9)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Adam + L2 versus AdamW: who gets regularised?

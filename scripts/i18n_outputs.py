@@ -30,9 +30,10 @@ WORDS = re.compile(r"[A-Za-z]{2,}")
 # call -> the positions of its arguments a reader sees ("*": every one, joined as print joins them)
 SHOWN_ARGS = {"check": (0,), "measured": (0, 1, 2), "check_answer": (0,), "cuda_only": (1,), "print": "*",
               "set_title": (0,), "set_xlabel": (0,), "set_ylabel": (0,), "suptitle": (0,), "text": (2,),
-              "annotate": (0,), "plot_roofline": (4,)}
+              "annotate": (0,), "plot_roofline": (4,), "plot_depth": (1,)}
 SHOWN_KWARGS = {"label", "title", "xlabel", "ylabel", "desc", "labels", "description"}
-LABEL_LISTS = {"bar", "barh", "set_xticklabels", "set_yticklabels", "legend", "plot_training_curves"}
+LABEL_LISTS = {"bar", "barh", "set_xticks", "set_yticks", "set_xticklabels", "set_yticklabels", "legend",
+               "plot_training_curves"}
 
 
 def template(node: ast.AST, source: str) -> str | None:
@@ -84,11 +85,15 @@ def shown_strings(source: str) -> list[str]:
         if name in LABEL_LISTS:
             found += [template(e, source) for a in call.args if isinstance(a, (ast.List, ast.Tuple)) for e in a.elts]
         found += [template(k.value, source) for k in call.keywords if k.arg in SHOWN_KWARGS]
+        found += [template(e, source) for k in call.keywords if k.arg in SHOWN_KWARGS
+                  and isinstance(k.value, (ast.List, ast.Tuple)) for e in k.value.elts]  # labels=[...]
         positions = range(len(call.args)) if SHOWN_ARGS.get(name) == "*" else SHOWN_ARGS.get(name, ())
         shown = [call.args[i] for i in positions if i < len(call.args)]
         for arg in shown + [k.value for k in call.keywords if k.arg in SHOWN_KWARGS]:
             if isinstance(arg, ast.IfExp):  # "a" if x else "b": either can be shown
                 found += [template(arg.body, source), template(arg.orelse, source)]
+            if isinstance(arg, ast.BoolOp):  # title or "default": either can be shown
+                found += [template(value, source) for value in arg.values]
     return [s for s in found if s and WORDS.search(PLACEHOLDER.sub("", s))]
 
 

@@ -57,4 +57,4 @@ def test_install_translates_what_a_cell_prints_and_draws_once(chinese, capsys):
     print("1 thread")
     print("learning rate", file=None)
     assert capsys.readouterr().out == "1 个线程\n学习率\n"
-    assert Text(0, 0, "validation loss").get_text() == "验证损失"
+    assert Text(0, 0, "validation loss").get_text() == "验证 loss"

@@ -106,10 +106,24 @@ def fails(fn, *args, **kwargs) -> bool:
     return False
 
 
+def trusted(*timings, **kwargs) -> bool:
+    return True
+
+
 def planted_asserts(source: str, namespace: dict) -> list[bool]:
-    """Each assert of the cell negated in turn, the cell rerun in a copy of the namespace."""
-    return [fails(exec, with_assert_negated(source, target), copy.copy(namespace))
-            for target in range(asserts_in(source))]
+    """Each assert of the cell negated in turn, the cell rerun in a copy of the namespace. The rerun
+    trusts its clock (``conditions`` says True): a timing assert a busy machine skips is still reached."""
+    import lecture_utils.bench as bench
+
+    outcomes, real = [], bench.conditions
+    bench.conditions = trusted
+    try:
+        for target in range(asserts_in(source)):
+            rerun = {**namespace, **({"conditions": trusted} if "conditions" in namespace else {})}
+            outcomes.append(fails(exec, with_assert_negated(source, target), rerun))
+    finally:
+        bench.conditions = real
+    return outcomes
 
 
 def run_recording_checks(code, namespace: dict) -> list[tuple]:
