@@ -1,6 +1,7 @@
 """The trainer's pieces against torch's, and the end-to-end guarantees of its CLI."""
 
 import dataclasses
+import inspect
 import json
 import math
 import os
@@ -17,7 +18,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lecture_utils import device, train
+from lecture_utils import train
 from lecture_utils.nn import cross_entropy
 from lecture_utils.optim import AdamW
 
@@ -194,7 +195,10 @@ def test_checkpoint_round_trip_restores_everything(tmp_path):
     for a, b in zip(model.parameters(), model2.parameters(), strict=True):
         assert torch.equal(a, b)
     assert opt2.state_dict()["state"][0]["step"] == 1
-    assert train.read_checkpoint(tmp_path / "c.pt")["extra"] == {"config": {"d": 4}}
+    saved = train.read_checkpoint(tmp_path / "c.pt")
+    assert saved["extra"] == {"config": {"d": 4}} and sorted(saved["rng"]) == ["cuda", "generator", "numpy",
+                                                                              "python", "torch"]
+    assert [p.name for p in tmp_path.iterdir()] == ["c.pt"]  # no temporary file left
 
 
 class _Payload:
@@ -268,18 +272,19 @@ def test_save_fsyncs_the_file_with_all_its_bytes_and_then_the_folder(tmp_path, m
     assert synced[0][2] == final.st_size  # nothing was left in Python's buffer when it was synced
 
 
-def test_seed_all_and_deterministic_switch():
-    device.seed_all(5, deterministic=True)
-    try:
-        assert torch.are_deterministic_algorithms_enabled()
-        a = torch.rand(3)
-        device.seed_all(5, deterministic=True)
-        assert torch.equal(a, torch.rand(3))
-    finally:
-        device.seed_all(0, deterministic=False)
-    assert not torch.are_deterministic_algorithms_enabled()
-    with pytest.raises(TypeError):
-        device.seed_all(0, deterministic="yes")
+def test_evaluate_builds_no_graph_and_restores_training_mode():
+    from lecture_utils.models import GPT, get_config
+
+    torch.manual_seed(0)
+    model = GPT(get_config("tiny", n_layers=1, d_model=16, n_heads=2, vocab_size=64, seq_len=8))
+    x = torch.randint(0, 64, (2, 8))
+    seen = []
+    model.register_forward_hook(lambda m, i, out: seen.append((m.training, out.requires_grad)))
+    loss = train.evaluate(model, [(x, x)])
+    assert seen == [(False, False)] and model.training
+    assert math.isclose(loss, train.loop.lm_loss(model(x), x).item(), rel_tol=1e-6)
+    # zero_grad's set_to_none, which the notebook says is the default since PyTorch 2.0
+    assert inspect.signature(torch.optim.Optimizer.zero_grad).parameters["set_to_none"].default is True
 
 
 # --- the trainer
