@@ -77,7 +77,7 @@ def translate(text: str) -> str:
         match = pattern.match(text)
         if match:
             values = dict(zip(names, match.groups(), strict=True))
-            return PLACEHOLDER.sub(lambda m: values.get(m.group(), m.group()), msgstr)
+            return PLACEHOLDER.sub(lambda m, values=values: values.get(m.group(), m.group()), msgstr)
     return text
 
 
