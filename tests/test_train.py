@@ -494,6 +494,7 @@ def in_process_cli(monkeypatch):
 
 
 # Multi-process tests: each in a class, its own xdist unit (tests/conftest.py schedules them first).
+@pytest.mark.slow
 @pytest.mark.multiprocess
 class TestSigkillThenResume:  # its own xdist unit (tests/conftest.py)
     def test_sigkill_then_resume_is_bit_exact(self, tmp_path, in_process_cli):
