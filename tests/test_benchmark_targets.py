@@ -48,6 +48,7 @@ def test_a_malformed_target_is_an_error_naming_it(tmp_path):
         _targets.load(bad)
 
 
+@pytest.mark.slow  # a real benchmark in a fresh process: make test-slow (CI)
 def test_a_benchmark_prints_its_figure_peak_ratio_and_target_and_exits_0_off_target():
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "matmul_mfu.py"), "--quick", "--sizes", "64",
                            "128"], capture_output=True, text=True, env={"LECTURE_DEVICE": "cpu", "PATH": ""},

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from lecture_utils.checks import check, measured
+from lecture_utils.exercises import ANSWERS
 
 
 def test_check_prints_one_line_on_success(capsys):
@@ -144,6 +145,16 @@ def test_a_generic_factor_hint_fires_only_where_the_answer_opts_in(capsys, monke
     assert "float32's 4 bytes" in capsys.readouterr().out
     exercises.check_answer("Q5, stride[0] that view(-1) needs", 3)  # the real one: its own hint
     assert "x.T's stride[1] is 4" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", [n for n, spec in ANSWERS.items() if spec.hints])
+def test_every_hint_of_every_exercise_is_for_a_wrong_answer_and_shows_it(capsys, name):
+    from lecture_utils.exercises import ANSWERS, check_answer
+
+    for value, hint in ANSWERS[name].hints.items():
+        check_answer(name, value)
+        out = capsys.readouterr().out
+        assert out.startswith(f"✗ {name}: ") and out.endswith(f"; hint: {hint}\n"), (name, value, out)
 
 
 def test_an_exercises_own_hint_for_a_likely_wrong_answer(capsys, monkeypatch):

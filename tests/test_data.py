@@ -1,3 +1,7 @@
+"""The samplers (get_batch, the lesson's get_batch_simple, the notes' get_batch_lecture), the token files
+and `make data`, against windows cut one by one in Python, the sidecar JSON and the committed bytes.
+(Notebook 06 checks uniformity, the windows view and the Prefetcher on the real data under nbval.)"""
+
 import json
 import math
 import shutil
@@ -13,7 +17,10 @@ from lecture_utils.data import (
     data_dir,
     get_batch,
     get_batch_lecture,
+    get_batch_simple,
     load_tokens,
+    sample_windows,
+    window_rows,
     write_tokens,
 )
 from lecture_utils.prepare import main, prepare
@@ -21,6 +28,11 @@ from lecture_utils.prepare import main, prepare
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"  # the files committed to the repository
 
 TOKENS = np.arange(1000, dtype=np.uint16)  # token i sits at position i: shifts are visible
+VAL = load_tokens(DATA_DIR / "tokens" / "val.bin")
+
+
+def _same(a, b):
+    return all(torch.equal(p, q) for p, q in zip(a, b, strict=True))
 
 
 def test_shapes_dtype_and_shift():
@@ -42,18 +54,45 @@ def test_every_start_is_reachable_and_none_overruns():
     assert y.max().item() == 19
 
 
-def test_start_positions_are_uniform():
-    """Chi-square goodness of fit over all 100 valid starts, fixed seed."""
-    n_starts, draws = 100, 50_000
-    data = np.arange(n_starts + 8, dtype=np.uint16)
-    x, _ = get_batch(data, draws, 8, "cpu", generator=torch.Generator().manual_seed(1234))
-    counts = np.bincount(x[:, 0].numpy(), minlength=n_starts)
-    assert len(counts) == n_starts
-    expected = draws / n_starts
-    chi2 = ((counts - expected) ** 2 / expected).sum()
-    # 99 degrees of freedom: mean 99, sd 14; 150 is beyond the 99.9th percentile (~148).
-    assert chi2 < 150, chi2
-    assert chi2 > 50  # and not suspiciously flat
+@pytest.mark.parametrize(("data", "batch_size", "seq_len"), [
+    (VAL, 4, 16), (VAL, 64, 256), (VAL, 1, len(VAL) - 1), (TOKENS, 32, 1),
+    (TOKENS[:11], 50, 10),  # exactly one valid window
+    (np.random.default_rng(0).integers(0, 65536, 3000).astype(np.uint16), 16, 64),  # ids above 32,767
+])
+def test_get_batch_returns_what_the_lessons_get_batch_simple_returns(data, batch_size, seq_len):
+    """Same generator, same x and y, batch after batch (they draw the same random numbers)."""
+    g_simple, g_fast = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    for _ in range(3):
+        simple = get_batch_simple(data, batch_size, seq_len, "cpu", generator=g_simple)
+        assert _same(simple, get_batch(data, batch_size, seq_len, "cpu", generator=g_fast))
+        assert all(t.dtype == torch.int64 and t.is_contiguous() for t in simple)
+    assert torch.equal(g_simple.get_state(), g_fast.get_state())
+    torch.manual_seed(11)  # the global generator, likewise
+    simple = get_batch_simple(VAL, 8, 32, "cpu")
+    torch.manual_seed(11)
+    assert _same(simple, get_batch(VAL, 8, 32, "cpu"))
+
+
+def test_the_helpers_behind_get_batch_cut_the_same_windows():
+    starts = torch.randint(len(VAL) - 16, (4,), generator=torch.Generator().manual_seed(0)).numpy()
+    windows = VAL[starts[:, None] + np.arange(17)]
+    rows = window_rows(VAL, 4, 16, torch.Generator().manual_seed(0))
+    assert rows.dtype == np.uint16 and np.array_equal(rows, windows)
+    assert np.array_equal(sample_windows(VAL, 4, 16, torch.Generator().manual_seed(0)).numpy(), windows)
+
+
+def test_the_notes_version_misses_the_last_window():
+    toy = np.arange(10, dtype=np.uint16)
+    torch.manual_seed(0)
+    x_notes, y_notes = get_batch_lecture(toy, 1000, 4, "cpu")
+    x, y = get_batch(toy, 1000, 4, "cpu", generator=torch.Generator().manual_seed(0))
+    assert sorted(set(x_notes[:, 0].tolist())) == [0, 1, 2, 3, 4]
+    assert sorted(set(x[:, 0].tolist())) == [0, 1, 2, 3, 4, 5]
+    assert (int(y_notes.max()), int(y.max())) == (8, 9)  # only get_batch ever predicts the last token
+    with pytest.raises(RuntimeError):  # randint(0): one valid window, and the notes' range is empty
+        get_batch_lecture(toy[:5], 1, 4, "cpu")
+    assert get_batch(toy[:5], 1, 4, "cpu")[0].tolist() == [[0, 1, 2, 3]]
+    assert get_batch_simple(toy[:5], 1, 4, "cpu")[0].tolist() == [[0, 1, 2, 3]]
 
 
 def test_same_distribution_as_the_lecture_version():
@@ -103,15 +142,6 @@ def test_devices_that_do_not_exist_raise(device):
         get_batch(TOKENS, 2, 8, device)
 
 
-def test_prefetcher_yields_the_same_batches_as_get_batch():
-    g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
-    expected = [get_batch(TOKENS, 4, 16, "cpu", generator=g1) for _ in range(5)]
-    with Prefetcher(TOKENS, 4, 16, "cpu", generator=g2) as batches:
-        got = [next(batches) for _ in range(5)]
-    for (x, y), (ex, ey) in zip(got, expected, strict=True):
-        assert torch.equal(x, ex) and torch.equal(y, ey)
-
-
 def test_prefetcher_fails_at_construction_and_stops():
     with pytest.raises(AssertionError, match="seq_len"):  # here, not later in its thread
         Prefetcher(TOKENS, 4, 5000, "cpu")
@@ -140,9 +170,10 @@ def test_write_and_load_round_trip(tmp_path):
 
 @pytest.mark.parametrize(("tokens", "vocab"), [(np.array([70000]), 65536), (np.array([5]), 5), (np.array([-1]), 10),
                                                (np.array([1]), 70000), (np.zeros((2, 2), dtype=int), 10)])
-def test_write_rejects_what_uint16_cannot_hold(tmp_path, tokens, vocab):
+def test_write_rejects_what_uint16_cannot_hold_before_writing(tmp_path, tokens, vocab):
     with pytest.raises(ValueError):
         write_tokens(tmp_path / "t.bin", tokens, vocab)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_load_checks_the_sidecar(tmp_path):
@@ -168,7 +199,8 @@ def test_committed_token_files_are_valid():
         tokens = load_tokens(DATA_DIR / "tokens" / f"{split}.bin")
         meta = json.loads((DATA_DIR / "tokens" / f"{split}.json").read_text())
         assert meta["vocab_size"] == 8192 and len(tokens) == meta["n_tokens"] > 20_000
-        assert int(tokens.max()) < 8192
+        assert int(tokens.max()) < 8192 and int((tokens == 0).sum()) == meta["documents"]  # one EOT (id 0) each
+        assert type(tokens).__name__ == "memmap" and not tokens.flags.writeable
     assert sum((DATA_DIR / "corpus" / f).stat().st_size for f in ("jargon.txt", "devil.txt")) > 1_000_000
 
 

@@ -104,6 +104,7 @@ def test_torn_last_log_line_is_dropped_and_reported(tmp_path, capsys):
     assert (out / "log.jsonl").read_bytes() == damaged and _step(out) == 4  # left for the user to look at
 
 
+@pytest.mark.slow
 @pytest.mark.multiprocess
 class TestSigkillDuringLogAppend:  # its own xdist unit (tests/conftest.py)
     def test_sigkill_during_the_log_append_then_resume(self, tmp_path, capsys, wait_for_line):
@@ -319,6 +320,7 @@ def test_sigterm_saves_a_checkpoint_at_the_current_step_and_the_resume_is_bit_ex
     assert [r["loss"] for r in _log(full)] == [r["loss"] for r in _log(out)]
 
 
+@pytest.mark.slow
 @pytest.mark.multiprocess
 class TestCtrlC:  # its own xdist unit (tests/conftest.py)
     def test_ctrl_c_saves_a_checkpoint_at_the_current_step_and_exits_130(self, tmp_path, capsys):

@@ -153,6 +153,9 @@ def test_training_time_table_and_calculator():
         training_time_table(-70e9, 15e12, [("H100", 8)])
     with pytest.raises(ValueError, match="unknown accelerator"):
         training_time_table(70e9, 15e12, [("TPU", 8)])
+    days = {name: d for name, _, d in training_time_table(70e9, 15e12, [("H100", 1024), ("H200", 1024), ("B200", 1024)])}
+    assert days["H200"] == days["H100 SXM"]  # same compute, more memory: a FLOP count cannot see it
+    assert days["B200"][0.5] == pytest.approx(6.3e24 / (2250e12 * 0.5 * 1024) / 86_400, rel=1e-12)  # dense bf16
     box = training_time_calculator()
     assert "143.9 days" in box.children[-1].value
     box.children[4].value = 1.0  # MFU

@@ -254,6 +254,7 @@ def alive(pid):
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.multiprocess
 class TestRehearsalStopsAtTheDeadline:
     def test_it_writes_four_files_only_there_and_stops_starting_stages_past_the_deadline(self, tmp_path):
@@ -282,6 +283,7 @@ class TestRehearsalStopsAtTheDeadline:
         assert git_status() == before  # nothing outside --out changed
 
 
+@pytest.mark.slow
 @pytest.mark.multiprocess
 class TestRehearsalSurvivesAKill:
     def test_a_report_written_before_a_kill_is_valid_and_names_the_running_stage(self, tmp_path):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a wheel built and installed, a fresh venv: make test-slow (CI) runs it
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "lecture_utils", "data")
 DATA_FILES = ["tokenizer.json", "tokens/train.bin", "tokens/train.json", "tokens/val.bin",

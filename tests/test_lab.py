@@ -138,6 +138,7 @@ def test_allow_root_is_passed_as_root_and_only_then():
     assert "jupyter lab" in nobody and "--allow-root" not in nobody
 
 
+@pytest.mark.site  # a real `make lab` server: make site-check (CI) runs it
 def test_lab_lists_the_project_kernel_and_exactly_the_notebooks(lab):
     assert KERNEL in _get(lab, "api/kernelspecs")["kernelspecs"]
     assert len(NOTEBOOKS) == 8
@@ -150,6 +151,7 @@ def test_lab_lists_the_project_kernel_and_exactly_the_notebooks(lab):
     assert sorted((c["name"], c["type"]) for c in chinese) == [(name, "notebook") for name in NOTEBOOKS]
 
 
+@pytest.mark.site
 def test_lab_loads_jupyterlab_rise(lab):
     # The page config Lab's frontend boots from: the extensions it loads, and those disabled
     # (ours: the news prompt). The extension manager's API would ask PyPI for versions.

@@ -1,9 +1,14 @@
+"""dtypes, sizes and recipes against independent oracles: the format specs, torch's own casts, a real
+tensor's storage, torch.optim's real state tensors, and the notes' arithmetic. (Notebooks 01 and 02
+check the same helpers on the lecture's examples under nbval.)"""
+
 import math
 
 import pytest
 import torch
 
 from lecture_utils.dtypes import as_dtype, dtype_info, dtype_name
+from lecture_utils.optim import AdamW, state_bytes
 from lecture_utils.recipes import (
     RECIPES,
     bytes_per_param,
@@ -90,7 +95,8 @@ def test_unknown_dtypes_name_the_choices(bad, error):
 
 # --- tensor_bytes: the oracle is a real tensor's storage
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float8_e5m2, torch.int64, torch.uint16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn,
+                                   torch.float8_e5m2, torch.int64, torch.uint16])
 def test_tensor_bytes_matches_real_storage(dtype):
     x = torch.zeros(3, 5, 7, dtype=dtype)
     assert tensor_bytes(x) == x.untyped_storage().nbytes()
@@ -104,10 +110,13 @@ def test_tensor_bytes_of_meta_tensor_costs_nothing():
     assert tensor_bytes((12288, 49152), "bf16") == 1_207_959_552
 
 
-def test_tensor_bytes_of_a_view_counts_only_the_view():
+def test_tensor_bytes_counts_a_view_logically_not_its_storage():
     x = torch.zeros(10, 10)
     assert tensor_bytes(x[:, 0]) == 40
     assert tensor_bytes((), "float32") == 4  # a 0-d tensor still holds one element
+    e = torch.arange(4).expand(3, 4)  # one row held, three counted
+    assert (e.stride(), e.untyped_storage().nbytes()) == ((0, 1), 32)
+    assert tensor_bytes(e) == 96 == e.contiguous().untyped_storage().nbytes()
 
 
 @pytest.mark.parametrize(
@@ -140,6 +149,7 @@ def test_tensor_bytes_refuses_what_would_give_a_wrong_number(args, error, match)
         (1_207_959_552, "1.21 GB (1.12 GiB)"),
         (80e9, "80 GB (74.5 GiB)"),
         (80 * 2**30, "85.9 GB (80 GiB)"),
+        (70e9 * 16, "1.12 TB (1.02 TiB)"),
         (1e18, "1 EB (888 PiB)"),
     ],
 )
@@ -183,13 +193,31 @@ def test_bytes_per_param_matches_torch_optim_state(recipe, optimizer_cls, kw):
     assert bytes_per_param(recipe) == _measured_bytes_per_param(optimizer_cls, **kw)
 
 
-def test_mixed_precision_breakdown_from_the_lecture():
-    parts = param_breakdown("mixed_bf16_adamw")
-    assert list(parts.values()) == [2, 2, 4, 4, 4]
-    assert bytes_per_param("mixed_bf16_adamw") == bytes_per_param("fp32_adamw") == 16
-    # bf16 weights+grads measured as real tensors, plus fp32 master/m/v.
-    bf16_part = _measured_bytes_per_param(torch.optim.SGD, param_dtype=torch.bfloat16)
-    assert bf16_part == parts["weights (bf16)"] + parts["gradients (bf16)"]
+def test_mixed_precision_measured_part_by_part_is_the_recipe():
+    """bf16 weights and gradients, fp32 master weights and AdamW moments (notebook 08, §1.2)."""
+    from lecture_utils.models import GPT, get_config
+
+    torch.manual_seed(0)
+    model_bf = GPT(get_config("tiny", n_layers=1, d_model=16, n_heads=2, vocab_size=64, seq_len=8)).to(torch.bfloat16)
+    x = torch.randint(0, 64, (2, 8))
+    torch.nn.functional.cross_entropy(model_bf(x).flatten(0, 1).float(), x.flatten()).backward()
+    master = [p.detach().float() for p in model_bf.parameters()]
+    for m, p in zip(master, model_bf.parameters(), strict=True):
+        m.grad = p.grad.float()
+    opt = AdamW(master)
+    opt.step()
+    n = sum(m.numel() for m in master)
+
+    def per_param(tensors):
+        return sum(t.numel() * t.element_size() for t in tensors) / n
+
+    measured = {"weights (bf16)": per_param(model_bf.parameters()),
+                "gradients (bf16)": per_param(p.grad for p in model_bf.parameters()),
+                "master weights": per_param(master),
+                "adam m": per_param(opt.state[m]["exp_avg"] for m in master),
+                "adam v": per_param(opt.state[m]["exp_avg_sq"] for m in master)}
+    assert measured == {k: float(v) for k, v in param_breakdown("mixed_bf16_adamw").items()}
+    assert state_bytes(opt) / n == 8
 
 
 # Bytes per parameter, typed from §2 of the notes (4 B per fp32 value, 2 B per bf16 value).
@@ -231,6 +259,8 @@ def test_eight_h100s_from_the_lecture():
     assert max_params_that_fit(80e9, n_gpus=8) == 5_000_000_000  # replication does not help
     assert max_params_that_fit(80e9, n_gpus=8, sharded=True) == 40_000_000_000
     assert max_params_that_fit(80e9, recipe="fp32_sgd") == 10_000_000_000
+    gib80 = 80 * 2**30  # read as 80 GiB
+    assert max_params_that_fit(gib80, n_gpus=8, sharded=True) == 8 * gib80 // 16 == 42_949_672_960
 
 
 def test_max_params_is_the_largest_that_fits():
@@ -306,24 +336,3 @@ def test_tf32_is_a_math_mode_of_float32():
     assert as_dtype("tf32") is torch.float32 and tensor_bytes((3,), "tf32") == 12
     assert "math mode" in find_format("tf32").note
     assert find_format(torch.float32).name == "float32"  # a float32 tensor is float32, not tf32
-
-
-# --- optimizer state: derived from lecture_utils.optim, checked against torch.optim
-
-TORCH_OPTIMIZERS = {"sgd": (torch.optim.SGD, {}), "momentum": (torch.optim.SGD, {"momentum": 0.9}),
-                    "adagrad": (torch.optim.Adagrad, {}), "rmsprop": (torch.optim.RMSprop, {}),
-                    "adam": (torch.optim.Adam, {}), "adamw": (torch.optim.AdamW, {})}
-
-
-def test_optimizer_state_copies_match_torch_optim_state():
-    from lecture_utils.optim import OPTIMIZERS
-    from lecture_utils.training_memory import OPTIMIZER_STATE_COPIES
-
-    assert list(OPTIMIZER_STATE_COPIES) == list(OPTIMIZERS) == list(TORCH_OPTIMIZERS)
-    for name, (cls, kw) in TORCH_OPTIMIZERS.items():
-        p = torch.nn.Parameter(torch.randn(4, 5))
-        p.grad = torch.randn(4, 5)
-        opt = cls([p], lr=1e-3, **kw)
-        opt.step()
-        full_size = sum(torch.is_tensor(t) and t.shape == p.shape for t in opt.state[p].values())
-        assert OPTIMIZER_STATE_COPIES[name] == full_size, name

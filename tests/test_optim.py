@@ -1,4 +1,5 @@
-"""Each optimizer against its torch.optim counterpart (the independent oracle), within 1e-6."""
+"""Each optimizer against its torch.optim counterpart (the independent oracle), within 1e-6; its
+state; ZeRO-1's; and descend, which notebook 07 runs them with."""
 
 import copy
 
@@ -6,7 +7,6 @@ import pytest
 import torch
 
 from lecture_utils import optim
-from lecture_utils.recipes import bytes_per_param
 
 # (ours, theirs, hyper-parameters in both conventions). The six plain cases run 1,000 steps,
 # the variants 200 (enough to separate L2, betas and decoupling; more adds nothing but time).
@@ -83,16 +83,38 @@ def test_state_is_0_1_1_1_2_2_copies(name, copies):
     assert optim.state_bytes(opt) == copies * n_bytes
 
 
-@pytest.mark.parametrize(("name", "recipe"), [("sgd", "fp32_sgd"), ("momentum", "fp32_sgd_momentum"),
-                                              ("adagrad", "fp32_adagrad"), ("adamw", "fp32_adamw")])
-def test_measured_bytes_per_param_match_the_fp32_recipes(name, recipe):
+def test_adagrad_is_bit_identical_to_torch_optim():
+    # The lesson writes s <- s + g^2 as one fused torch.addcmul so that it rounds as torch.optim does.
+    a, b = _model(), _model()
+    _train(a, optim.AdaGrad(a.parameters(), lr=0.05), 20)
+    _train(b, torch.optim.Adagrad(b.parameters(), lr=0.05, foreach=False), 20)
+    assert all(torch.equal(pa, pb) for pa, pb in zip(a.parameters(), b.parameters(), strict=True))
+
+
+TORCH = {"sgd": (torch.optim.SGD, {}), "momentum": (torch.optim.SGD, {"momentum": 0.9}),
+         "adagrad": (torch.optim.Adagrad, {}), "rmsprop": (torch.optim.RMSprop, {}),
+         "adam": (torch.optim.Adam, {}), "adamw": (torch.optim.AdamW, {})}
+
+
+@pytest.mark.parametrize("name", list(TORCH))
+def test_ours_keep_torch_optims_state_less_its_step_tensors_and_ignore_extra_group_keys(name):
     model = _model()
-    opt = optim.OPTIMIZERS[name](model.parameters(), lr=1e-3)
-    _train(model, opt, 1)
-    params = list(model.parameters())
-    weights_and_grads = sum(t.numel() * t.element_size() for p in params for t in (p, p.grad))
-    n_params = sum(p.numel() for p in params)
-    assert (weights_and_grads + optim.state_bytes(opt)) / n_params == bytes_per_param(recipe)
+    ours = optim.OPTIMIZERS[name](model.parameters(), lr=1e-3)
+    _train(model, ours, 1)
+    cls, kwargs = TORCH[name]
+    theirs = cls(model.parameters(), lr=1e-3, **kwargs)
+    _train(model, theirs, 1)
+    step_bytes = 4 * len(list(model.parameters())) if name in {"adagrad", "rmsprop", "adam", "adamw"} else 0
+    assert optim.state_bytes(theirs) - optim.state_bytes(ours) == step_bytes
+    assert {k for k, v in ours.state[model[0].weight].items() if torch.is_tensor(v)} == \
+           {k for k, v in theirs.state[model[0].weight].items() if torch.is_tensor(v) and v.dim()}
+    # update() takes its hyper-parameters by name from the group; keys others add (an LR scheduler's
+    # initial_lr, torch's differentiable after load_state_dict) must not break it
+    torch.optim.lr_scheduler.StepLR(ours, step_size=1)
+    ours.load_state_dict(copy.deepcopy(ours.state_dict()))
+    for o in (ours, copy.deepcopy(ours)):  # notebook 08 steps a deep copy
+        _train(model, o, 1)
+    assert "initial_lr" in ours.param_groups[0]
 
 
 def test_adamw_defaults_and_decoupling():
@@ -143,3 +165,14 @@ class TestZeroStage1:  # two spawned gloo processes: its own xdist unit (tests/c
 def test_zero_state_bytes_rejects_bad_input(kw, error):
     with pytest.raises(error):
         optim.zero_state_bytes(**kw)
+
+
+def test_descend_returns_the_start_then_every_step_as_sgd_does_in_closed_form():
+    # on the valley f = (x^2 + 50 y^2) / 2 plain SGD multiplies x by (1 - lr) and y by (1 - 50 lr) each step
+    start = [-8.0, 1.5]
+    path = optim.descend(torch.optim.SGD, lambda p: torch.tensor([1.0, 50.0], dtype=torch.float64) * p, start, 60,
+                         lr=0.035)
+    assert path.shape == (61, 2) and path.dtype == torch.float64 and start == [-8.0, 1.5]
+    expected = torch.tensor([[-8.0 * 0.965**t, 1.5 * (-0.75) ** t] for t in range(61)], dtype=torch.float64)
+    torch.testing.assert_close(path, expected, rtol=1e-12, atol=0)
+    assert optim.descend(optim.SGD, lambda p: torch.ones_like(p), [0.0], 0, lr=1.0).tolist() == [[0.0]]

@@ -1,4 +1,5 @@
-"""The package's shape (issue 23): one home per name, no import circle, one module for durable files.
+"""The package's shape (issue 23): one home per name, no import circle, one module for durable files;
+the tools' size (issue 37: each script under 400 lines, the Trainer small enough to read).
 
 These read the source with ``ast``, so each rule names the file and line that breaks it; each rule
 is also shown to catch a planted break.
@@ -189,3 +190,28 @@ def test_the_module_map_in_contributing_names_every_module_once():
     assert len(names) == len(set(names))
     # planted: a module the map forgot
     assert sorted(mapped_modules("<!-- module-map -->\n| m | w |\n| --- | --- |\n| `device` | x |\n")) != on_disk
+
+
+MAX_SCRIPT_LINES = 400  # a tool that grows past this splits along its seams (scripts/i18n.py: _catalog, _markup)
+
+
+def too_long(paths: list[Path]) -> dict[str, int]:
+    lengths = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in paths}
+    return {name: n for name, n in lengths.items() if n >= MAX_SCRIPT_LINES}
+
+
+def test_every_tool_script_is_under_400_lines(tmp_path):
+    scripts = sorted((ROOT / "scripts").glob("*.py"))
+    assert len(scripts) >= 15 and too_long(scripts) == {}
+    planted = tmp_path / "grown.py"
+    planted.write_text("x = 1\n" * MAX_SCRIPT_LINES)
+    assert too_long([planted]) == {"grown.py": 400}
+
+
+def test_the_trainer_stays_small_enough_to_read():
+    """resolve -> build -> loop: the class holds the run's state and its loop, nothing else
+    (issue 23: no method over 40 lines, the class at most 150)."""
+    source = (PACKAGE / "train" / "trainer.py").read_text(encoding="utf-8")
+    [cls] = [n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "Trainer"]
+    methods = {f.name: f.end_lineno - f.lineno + 1 for f in cls.body if isinstance(f, ast.FunctionDef)}
+    assert cls.end_lineno - cls.lineno + 1 <= 150 and max(methods.values()) <= 40, methods

@@ -7,10 +7,17 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from lecture_utils.plots import plot_bit_layout, plot_strides, plot_training_curves  # noqa: E402
+from lecture_utils.plots import (  # noqa: E402
+    ROOFLINE_FIGSIZE,
+    plot_bit_layout,
+    plot_roofline,
+    plot_strides,
+    plot_training_curves,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -58,17 +65,58 @@ def test_stride_figure_colours_storage_by_the_row_that_reads_it():
 
 
 @pytest.mark.parametrize(("bad", "error"), [(torch.arange(3), ValueError),  # 2-D only
-                                            (torch.zeros(100, 100), AssertionError)])  # unreadable
+                                            (torch.zeros(100, 100), AssertionError),  # unreadable
+                                            ({"x": X, "row": torch.arange(3)}, ValueError),  # so in a dict too
+                                            ({"x": X, "big": torch.zeros(100, 100)}, AssertionError)])
 def test_stride_figure_refuses_what_it_cannot_draw(bad, error):
     with pytest.raises(error):
         plot_strides(bad)
 
 
+VIEWS = {"x": X, "x.T": X.T, "x[:, 1:3]": X[:, 1:3], "x[1:, ::2]": X[1:, ::2]}
+
+
+def test_several_views_are_drawn_side_by_side_in_a_slide_shaped_figure_with_readable_text():
+    fig = plot_strides(VIEWS)
+    width, height = fig.get_size_inches()
+    assert len(fig.axes) == 2 * len(VIEWS)
+    assert height / width <= 560 / 1280  # full width on a 1280 x 720 slide, at most 560 px tall
+    strips, grids = fig.axes[0::2], fig.axes[1::2]
+    assert len({round(ax.get_position().x0, 3) for ax in strips}) == len(VIEWS)  # one column each
+    for (label, v), strip, grid in zip(VIEWS.items(), strips, grids, strict=True):
+        assert sorted(int(t.get_text()) for t in grid.texts) == sorted(v.flatten().tolist())
+        assert len(strip.patches) == 12
+        assert strip.get_title(loc="left").startswith(f"{label}\nshape {tuple(v.shape)}, stride {v.stride()}")
+    hidden = {id(t) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for t in axis.findobj(matplotlib.text.Text)}
+    texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_text() and id(t) not in hidden]  # axes are off
+    assert len(texts) > 4 * 12 and min(t.get_fontsize() for t in texts) >= 12
+    one = plot_strides(X.T, "the transpose")  # one view: strip, then grid, under its own title
+    assert len(one.axes) == 2 and one.axes[1].get_title(loc="left") == "the transpose"
+    assert one.axes[0].get_title(loc="left").startswith("storage: 12 elements")
+
+
+def test_optimizer_paths_figure_draws_each_path_in_its_own_panel():
+    from lecture_utils.plots import OPTIMIZER_PATHS_FIGSIZE, plot_optimizer_paths
+
+    paths = {"a": torch.tensor([[-8.0, 1.5], [-4.0, -1.0], [0.0, 0.0]]),
+             "b": np.array([[-8.0, 1.5], [-7.0, 1.0]]), "c": torch.zeros(4, 2)}
+    fig = plot_optimizer_paths(paths, curvature=(1.0, 50.0))
+    drawn = [ax for ax in fig.axes if ax.get_title()]
+    assert len(drawn) == 3 and len(fig.axes) == 3  # one row of three
+    for ax, (name, path) in zip(drawn, paths.items(), strict=True):
+        line = next(line for line in ax.lines if line.get_gid() == "path")
+        np.testing.assert_array_equal(np.column_stack([line.get_xdata(), line.get_ydata()]), np.asarray(path))
+        final = 0.5 * (path[-1][0] ** 2 + 50 * path[-1][1] ** 2)
+        assert ax.get_title().startswith(name) and f"f after {len(path) - 1} steps: {float(final):.3g}" in ax.get_title()
+    fig = plot_optimizer_paths({str(i): torch.zeros(2, 2) for i in range(4)})  # two rows, two spare axes
+    width, height = fig.get_size_inches()
+    assert (width, height) == OPTIMIZER_PATHS_FIGSIZE and width / height >= 1280 / 560  # full width on a slide
+    assert sum(ax.axison for ax in fig.axes) == 4
+    texts = [t for ax in fig.axes for t in (ax.title, ax.xaxis.label, ax.yaxis.label)] + [fig._suptitle]
+    assert min(t.get_fontsize() for t in texts if t.get_text()) >= 12
+
+
 # --- plot_roofline --------------------------------------------------------------------
-
-import numpy as np  # noqa: E402
-
-from lecture_utils.plots import ROOFLINE_FIGSIZE, plot_roofline  # noqa: E402
 
 PEAK, BW = 1e12, 1e10  # ridge at 100 FLOP/byte
 POINTS = [("elementwise", 0.1, 5e8), ("small matmul", 20.0, 1e11), ("big matmul", 500.0, 8e11)]

@@ -44,6 +44,7 @@ def copy(run, tmp_path):
     return Path(shutil.copytree(run, tmp_path / "run"))
 
 
+@pytest.mark.slow  # the `run` fixture trains through the real command line: make test-slow (CI)
 def test_plot_writes_a_png_of_the_expected_size_and_says_where(copy):
     proc = _cli("plot", str(copy))
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
@@ -92,6 +93,7 @@ EDGES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edge", EDGES)
 def test_each_bad_run_folder_is_one_line_and_exit_2(copy, capsys, edge):
     damage, expected = EDGES[edge]
@@ -102,6 +104,7 @@ def test_each_bad_run_folder_is_one_line_and_exit_2(copy, capsys, edge):
     assert not (copy / "curves.png").exists()
 
 
+@pytest.mark.slow
 def test_a_failing_plot_leaves_an_existing_png_untouched(copy, capsys):
     assert train.main(["plot", str(copy)]) == 0
     before = (copy / "curves.png").read_bytes()

@@ -8,7 +8,7 @@ subprocess per notebook, shared by the tests below; `make test-slow`):
 - Run All a second time in the same kernel fails nowhere (issue 29, item 5: notebook 06's check
   that `torch.from_numpy` warns on a read-only memmap saw no warning the second time).
 
-The runner itself is checked on a toy twin in `make test`.
+The runner itself is checked on a toy twin, here too.
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ def test_every_check_under_a_weak_claim_fails_when_a_wrong_value_is_planted(name
         assert all(r["planted_checks_failed"]), f"{where}: a planted wrong value passed {r['planted_checks_failed']}"
 
 
+@pytest.mark.slow
 def test_the_runner_plants_runs_solutions_and_reruns(tmp_path):
     (tmp_path / "py_src").mkdir()
     (tmp_path / "notebooks").mkdir()
