@@ -169,6 +169,11 @@ def build(root: Path = ROOT, names: list[str] | None = None, out: Path | None = 
         if not path.exists() or path.read_bytes() != data:
             write_bytes(path, data)
         written.append(path)
+    # RISE asks for rise.css and NN_topic.css beside the notebook it presents: the same styles
+    for css in ["rise.css", *(f"{name}.css" for name, _, _ in built)]:
+        source, copy = root / "notebooks" / css, out / css
+        if source.is_file() and (not copy.exists() or copy.read_bytes() != source.read_bytes()):
+            write_bytes(copy, source.read_bytes())
     return states, written
 
 

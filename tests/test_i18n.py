@@ -223,6 +223,10 @@ def test_notebooks_zh_is_exactly_what_the_build_writes(tmp_path):
     stale = [f"notebooks/zh/{p.name}" for p in written
              if not (ROOT / i18n.ZH / p.name).is_file() or _without_outputs(ROOT / i18n.ZH / p.name) != _without_outputs(p)]
     assert not stale, f"not what `make zh` writes from the notebooks and catalogs: {', '.join(stale)}; run make zh"
+    css = sorted(p.name for p in tmp_path.glob("*.css"))
+    assert css == sorted(["rise.css", *(f"{name}.css" for name in NAMES)])  # RISE asks for each beside its notebook
+    stale = [name for name in css if (ROOT / i18n.ZH / name).read_bytes() != (ROOT / "notebooks" / name).read_bytes()]
+    assert not stale, f"notebooks/zh/ styles that are not the English ones: {', '.join(stale)}; run make zh"
 
 
 def test_each_caption_in_notebooks_zh_is_its_translation(english, chinese):
