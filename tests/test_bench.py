@@ -139,6 +139,7 @@ def test_quiet_conditions_are_reliable_and_say_so(monkeypatch, capsys):
     ({"rising": (10.0, 20.0, 5.0)}, "a larger size ran 4x slower than a smaller one"),
 ])
 def test_unreliable_conditions_say_why_and_return_false(monkeypatch, capsys, kwargs, reason):
+    kwargs = dict(kwargs)  # the parameter's own dict stays whole for the next run in this process
     timings = kwargs.pop("timings", (bench.Timing(1.0, 0.0, 1),))
     trusted, out = _conditions(monkeypatch, capsys, *timings, **kwargs)
     assert not trusted and out.startswith("[measured] timing conditions: UNRELIABLE, the figures above may mislead: ")
