@@ -1,5 +1,5 @@
-"""Scheduling for `make test` / `make unit` under pytest-xdist's ``--dist loadscope``, and
-a fixture for tests that wait on a subprocess.
+"""Scheduling for `make test` / `make unit` under pytest-xdist's ``--dist loadscope``, the
+browsers of the site tests, and a prepared data folder for the data pipeline's fault tests.
 
 loadscope gives each notebook (its cells share one kernel and run in order, nbval) and each
 test module or class to one worker as a unit, so a module's fixtures are built once. A test
@@ -15,8 +15,6 @@ are silently ignored and a notebook's cells would be split across workers.)
 """
 
 import shutil
-import subprocess
-import threading
 
 import pytest
 
@@ -57,24 +55,15 @@ def browser_type_launch_args(browser_type_launch_args):
 
 
 @pytest.fixture
-def wait_for_line():
-    """``wait_for_line(proc, text)`` blocks until the subprocess ``proc`` prints the line
-    ``text`` on stdout: an event, not a sleep loop. Fails if ``proc`` exits first or has
-    not printed it within ``timeout`` seconds (then it is killed)."""
+def prepared(tmp_path):
+    """A data folder with a tiny corpus, prepared with a vocabulary of 300 (milliseconds): the 'old'
+    files a user already has (tests/test_faults_data.py, test_faults_prepare.py, test_faults_slow.py)."""
+    from lecture_utils import prepare
 
-    def wait(proc: subprocess.Popen, expected: str, timeout: float = 60) -> None:
-        timer = threading.Timer(timeout, proc.kill)  # the kill ends the read below with EOF
-        timer.start()
-        seen = []
-        try:
-            for line in proc.stdout:
-                line = line.decode() if isinstance(line, bytes) else line
-                if line.strip() == expected:
-                    return
-                seen.append(line)
-        finally:
-            timer.cancel()
-        raise AssertionError(f"no line {expected!r} (exit {proc.wait()}, killed after {timeout} s if "
-                             f"negative); stdout: {seen}; stderr: {proc.stderr.read() if proc.stderr else ''}")
-
-    return wait
+    folder = tmp_path / "data"
+    (folder / "corpus").mkdir(parents=True)
+    paragraphs = [f"Paragraph {i}: the hacker's kludge is a crock, per the Jargon File, entry {i * 7}."
+                  for i in range(200)]
+    (folder / "corpus" / "tiny.txt").write_text("\n\n".join(paragraphs) + "\n", encoding="utf-8")
+    prepare.prepare(folder, vocab_size=300)
+    return folder

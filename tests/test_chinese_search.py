@@ -4,9 +4,9 @@ title. Sphinx's zh search splits the pages with jieba, which cuts 优化器 into
 told the word: scripts/build_site.py gives it the glossary's words (search_words), conf.py hands
 them to Sphinx (html_search_options = {"dict": ...}).
 
-The first test needs no site; the one marked ``site`` reads the index `make site` built
-(build/site/zh/searchindex.js: `make site-check` builds it first) and looks each word up as
-Sphinx's searchtools.js does."""
+This reads the index `make site` built (build/site/zh/searchindex.js: `make site-check` builds it
+first, and runs this) and looks each word up as Sphinx's searchtools.js does. That jieba, told the
+glossary's words, keeps each whole needs no site: tests/test_site.py."""
 
 import json
 import logging
@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.site
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import build_site  # noqa: E402
@@ -24,7 +25,6 @@ import i18n_glossary  # noqa: E402
 
 INDEX = ROOT / "build" / "site" / "zh" / "searchindex.js"
 NOTEBOOKS = (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()
-CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def tokenizer(dictionary: Path | None = None):
@@ -36,19 +36,6 @@ def tokenizer(dictionary: Path | None = None):
     if dictionary is not None:
         words.load_userdict(str(dictionary))
     return words
-
-
-def test_the_search_dictionary_keeps_every_glossary_word_whole(tmp_path):
-    words = build_site.search_words()
-    assert {"张量", "优化器", "优化器状态", "算术强度", "步幅", "锁页", "脊点"} <= set(words)
-    assert all(CJK.search(w) and " " not in w for w in words), words
-    dictionary = tmp_path / build_site.SEARCH_DICTIONARY
-    dictionary.write_text("".join(f"{w}\n" for w in words), encoding="utf-8")
-    plain, told = tokenizer(), tokenizer(dictionary)
-    assert "优化器" not in plain.cut_for_search("每个优化器一个 update")  # what made it unfindable
-    split = [w for w in words if w not in told.cut_for_search(f"这一节讲{w}的代价")]
-    assert not split, f"jieba still cuts these: {split}"
-    assert {"优化", "优化器", "状态"} <= set(told.cut_for_search("优化器状态"))  # its parts stay findable
 
 
 def queries() -> dict[str, list[str]]:
@@ -82,7 +69,6 @@ def found(index: dict, word: str) -> set[int]:
     return pages
 
 
-@pytest.mark.site
 @pytest.mark.skipif(not INDEX.is_file(), reason="no build/site/zh: run `make site-check` (it builds it first)")
 def test_the_chinese_index_finds_every_glossary_term_and_title_word(tmp_path):
     text = INDEX.read_text(encoding="utf-8")

@@ -5,7 +5,7 @@ Chinese word; the Chinese pages and decks name a CJK font stack, and a CJK font 
 
 tests/test_built_pages.py checks every Chinese page and deck with the English ones' rules
 (tests/pagecheck.py: nothing overflows or clips a slide, no character drawn as a box), and
-tests/test_decks.py walks and prints the Chinese decks."""
+tests/test_built_pages.py walks and prints the Chinese decks."""
 
 import shutil
 import subprocess

@@ -5,13 +5,13 @@ lines are unique and valid JSON)."""
 
 import builtins
 import errno
+import hashlib
 import json
 import os
 import signal
 import struct
 import subprocess
 import sys
-import time
 import zipfile
 from pathlib import Path
 
@@ -23,8 +23,11 @@ from lecture_utils import train
 from lecture_utils.train import run as run_module
 
 ROOT = Path(__file__).resolve().parents[1]
-FAST = ["--batch-size", "4", "--seq-len", "32", "--warmup", "1", "--val-every", "0", "--no-progress",
-        "--peak-flops", "1e12"]  # a given peak: no CPU matmul benchmark at the start
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+PROG = "python -m lecture_utils.train: error: "
+# a given peak: no CPU matmul benchmark at the start; BASE leaves the warm-up to the run (min(20, --steps))
+BASE = ["--batch-size", "4", "--seq-len", "32", "--val-every", "0", "--no-progress", "--peak-flops", "1e12"]
+FAST = [*BASE, "--warmup", "1"]
 
 
 @pytest.fixture(autouse=True)
@@ -33,10 +36,10 @@ def _no_peak_measurement(monkeypatch):
     monkeypatch.setattr(train.Trainer, "_peak_flops", lambda self: 1e12)
 
 
-def _main(capsys, *args) -> tuple[int, list[str], list[str]]:
+def _main(capsys, *args, flags=FAST) -> tuple[int, list[str], list[str]]:
     """train.main in-process: (exit code, stdout lines, stderr lines)."""
     try:
-        code = train.main([*FAST, *args])
+        code = train.main([*flags, *args])
     except SystemExit as exit_:
         code = exit_.code
     out, err = capsys.readouterr()
@@ -52,6 +55,12 @@ def _log(out: Path) -> list[dict]:
 
 def _step(out: Path) -> int:
     return train.read_checkpoint(out / "checkpoint.pt")["step"]
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` by relative path, with its sha256: to show that nothing changed."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def _no_temporaries(out: Path) -> bool:
@@ -104,39 +113,6 @@ def test_torn_last_log_line_is_dropped_and_reported(tmp_path, capsys):
     assert (out / "log.jsonl").read_bytes() == damaged and _step(out) == 4  # left for the user to look at
 
 
-@pytest.mark.slow
-@pytest.mark.multiprocess
-class TestSigkillDuringLogAppend:  # its own xdist unit (tests/conftest.py)
-    def test_sigkill_during_the_log_append_then_resume(self, tmp_path, capsys, wait_for_line):
-        """A real kill while a log line is half written (the append is paused there), then --resume."""
-        out = tmp_path / "R"
-        script = (
-            "import sys, time\n"
-            "from lecture_utils.train import Trainer, run\n"
-            "Trainer._peak_flops = lambda self: 1e12  # no CPU matmul benchmark\n"
-            "real = run.RunFolder.append\n"
-            "def append(self, record):\n"
-            "    if record['step'] == 3:\n"
-            "        with open(self.out / 'log.jsonl', 'a') as f:\n"
-            "            f.write('{\"step\": 3, \"loss\": 8.')\n"
-            "        print('half-written', flush=True)\n"
-            "        time.sleep(60)  # SIGKILLed here\n"
-            "    real(self, record)\n"
-            "run.RunFolder.append = append\n"
-            "from lecture_utils.train import main\n"
-            f"sys.exit(main({['--steps', '4', '--out', str(out), '--ckpt-every', '1', *FAST]!r}))\n")
-        victim = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"})
-        wait_for_line(victim, "half-written")
-        victim.send_signal(signal.SIGKILL)
-        victim.wait()
-        assert (out / "log.jsonl").read_text().endswith('{"step": 3, "loss": 8.')
-        assert _step(out) == 2
-        code, lines, _ = _main(capsys, "--steps", "4", "--out", str(out), "--ckpt-every", "1", "--resume")
-        assert code == 0 and lines[0].startswith(f"{out / 'log.jsonl'} line 3 is torn")
-        assert len(_log(out)) == 4 and _step(out) == 4
-
-
 # --- 4. one trainer per folder
 
 def test_a_second_trainer_on_the_same_out_exits_2_naming_the_holder(tmp_path, capsys):
@@ -147,12 +123,16 @@ def test_a_second_trainer_on_the_same_out_exits_2_naming_the_holder(tmp_path, ca
                                "fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, str(os.getpid()).encode())\n"
                                "print('locked', flush=True); time.sleep(60)"],
                               stdout=subprocess.PIPE, text=True)
+    in_use = [f"{PROG}--out {out} is in use by another trainer (PID {holder.pid}, lock {out / '.lock'}); wait for it "
+              "to finish or use another --out"]
     try:
         assert holder.stdout.readline().strip() == "locked"
-        code, _, err = _main(capsys, "--steps", "2", "--out", str(out))
-        assert code == 2 and len(err) == 1, err
-        assert f"--out {out} is in use by another trainer (PID {holder.pid}, lock {out / '.lock'})" in err[0]
+        assert _main(capsys, "--steps", "2", "--out", str(out)) == (2, [], in_use)
         assert not (out / "log.jsonl").exists()
+        (out / "log.jsonl").write_text('{"step": 1, "loss": 9.0}\n')  # a live run before its first checkpoint:
+        assert _main(capsys, "--steps", "4", "--out", str(out), "--resume") == (2, [], in_use)  # not "nothing to resume"
+        assert (out / "log.jsonl").read_text() == '{"step": 1, "loss": 9.0}\n'
+        (out / "log.jsonl").unlink()
     finally:
         holder.kill()
         holder.wait()
@@ -225,7 +205,8 @@ def test_a_failed_save_is_one_line_and_keeps_the_previous_checkpoint(tmp_path, c
     assert code == 0 and _step(out) == 4 and len(_log(out)) == 4
 
 
-def test_a_full_disk_during_the_log_append_is_one_line(tmp_path, capsys, monkeypatch):
+def test_a_full_disk_during_the_log_append_is_one_line_and_claims_only_the_checkpoint_there_is(tmp_path, capsys,
+                                                                                                 monkeypatch):
     out = tmp_path / "R"
     real_open = builtins.open
 
@@ -234,7 +215,14 @@ def test_a_full_disk_during_the_log_append_is_one_line(tmp_path, capsys, monkeyp
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_open(path, mode, *a, **k)
 
-    assert _main(capsys, "--steps", "1", "--out", str(out))[0] == 0
+    monkeypatch.setattr(run_module, "open", open_, raising=False)
+    code, _, err = _main(capsys, "--steps", "3", "--out", str(out))
+    assert code == 1 and len(err) == 1 and not (out / "checkpoint.pt").exists()
+    assert err[0].endswith(f"cannot append step 1 to {out / 'log.jsonl'}: No space left on device [ENOSPC]; no "
+                           "checkpoint has been saved yet: free the space or fix the folder, then start over with "
+                           "--overwrite")
+    monkeypatch.undo()
+    assert _main(capsys, "--steps", "1", "--out", str(out), "--overwrite")[0] == 0
     monkeypatch.setattr(run_module, "open", open_, raising=False)
     code, _, err = _main(capsys, "--steps", "2", "--out", str(out), "--resume")
     assert code == 1 and len(err) == 1 and "cannot append step 2 to" in err[0] and "[ENOSPC]" in err[0]
@@ -273,10 +261,8 @@ def test_resume_refuses_another_model_and_changed_settings_unless_allowed(tmp_pa
 
 def test_resume_with_a_larger_steps_keeps_the_default_warmup(tmp_path, capsys):
     out = tmp_path / "R"
-    args = [a for a in FAST if a not in ("--warmup", "1")]
-    assert train.main(["--steps", "2", "--out", str(out), *args]) == 0  # warm-up min(20, 2) = 2
-    assert train.main(["--steps", "3", "--out", str(out), "--resume", *args]) == 0  # not refused as 2 -> 3
-    capsys.readouterr()
+    assert _main(capsys, "--steps", "2", "--out", str(out), flags=BASE)[0] == 0  # warm-up min(20, 2) = 2
+    assert _main(capsys, "--steps", "3", "--out", str(out), "--resume", flags=BASE)[0] == 0  # not refused as 2 -> 3
     assert len(_log(out)) == 3
 
 
@@ -318,31 +304,6 @@ def test_sigterm_saves_a_checkpoint_at_the_current_step_and_the_resume_is_bit_ex
     assert a["step"] == b["step"] == 6
     assert all(torch.equal(t, b["model"][name]) for name, t in a["model"].items())  # bit-identical
     assert [r["loss"] for r in _log(full)] == [r["loss"] for r in _log(out)]
-
-
-@pytest.mark.slow
-@pytest.mark.multiprocess
-class TestCtrlC:  # its own xdist unit (tests/conftest.py)
-    def test_ctrl_c_saves_a_checkpoint_at_the_current_step_and_exits_130(self, tmp_path, capsys):
-        """A real SIGINT to a real trainer process, then --resume finishes the run."""
-        out = tmp_path / "R"
-        victim = subprocess.Popen([sys.executable, "-m", "lecture_utils.train", "--steps", "12", *FAST, "--out",
-                                   str(out)], cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"},
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        log, deadline = out / "log.jsonl", time.monotonic() + 60
-        while not (log.exists() and len(log.read_text().splitlines()) >= 2):
-            assert victim.poll() is None and time.monotonic() < deadline, victim.communicate()
-            time.sleep(0.01)  # polls the log itself: the real CLI says nothing else mid-run
-        victim.send_signal(signal.SIGINT)
-        stdout, stderr = victim.communicate(timeout=60)
-        assert victim.returncode == 130 and stderr == "", stderr  # no traceback
-        stopped = _step(out)
-        assert 2 <= stopped < 12 and stdout.strip().splitlines()[-1] == (
-            f"stopped by SIGINT at step {stopped} of 12: checkpoint {out / 'checkpoint.pt'} is at step {stopped}; "
-            "continue with --resume")
-        assert len(_log(out)) == stopped and _no_temporaries(out)
-        assert _main(capsys, "--steps", "12", "--out", str(out), "--resume")[0] == 0
-        assert len(_log(out)) == 12 and _step(out) == 12
 
 
 def test_flipped_bytes_in_the_tensor_data_are_detected(tmp_path, capsys):

@@ -10,10 +10,6 @@ import errno
 import hashlib
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +27,7 @@ from lecture_utils.train import cli as train_cli
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_DIR = REPO / "data"  # the committed files: hashed before and after this module, never written
-VOCAB = 300  # 256 byte symbols, <|endoftext|> and a few merges: trains in milliseconds
+VOCAB = 300  # 256 byte symbols, <|endoftext|> and a few merges (tests/conftest.py prepares `prepared` so)
 
 
 def hashes(folder: Path) -> dict[str, str]:
@@ -43,18 +39,6 @@ def committed_data_is_untouched():
     before = hashes(DATA_DIR)
     yield
     assert hashes(DATA_DIR) == before
-
-
-@pytest.fixture
-def prepared(tmp_path) -> Path:
-    """A data folder with a tiny corpus, prepared once: the 'old' files a user already has."""
-    folder = tmp_path / "data"
-    (folder / "corpus").mkdir(parents=True)
-    paragraphs = [f"Paragraph {i}: the hacker's kludge is a crock, per the Jargon File, entry {i * 7}."
-                  for i in range(200)]
-    (folder / "corpus" / "tiny.txt").write_text("\n\n".join(paragraphs) + "\n", encoding="utf-8")
-    prep_mod.prepare(folder, vocab_size=VOCAB)
-    return folder
 
 
 def staging_folders(folder: Path) -> list[Path]:
@@ -207,76 +191,7 @@ def test_prepare_replaces_the_files_only_when_complete(prepared, capsys):
     assert len(load_tokens(prepared / "tokens" / "val.bin", vocab_size=320)) > 0
 
 
-KILLED_PREPARE = """
-import os, sys, time
-from lecture_utils import prepare
-stage = sys.argv[1]
-def paused_here():  # tell the test, then wait for its SIGKILL
-    print("paused", flush=True)
-    time.sleep(60)
-if stage == "writing":  # stop right after the first token file is written into the staging folder
-    real = prepare.write_tokens
-    def write_tokens(*args, **kwargs):
-        meta = real(*args, **kwargs)
-        paused_here()
-        return meta
-    prepare.write_tokens = write_tokens
-else:  # "moving": stop after the first of the five renames
-    real = os.replace
-    def replace(src, dst):
-        real(src, dst)
-        paused_here()
-    os.replace = replace
-prepare.main(["prepare", "--data-dir", sys.argv[2], "--vocab-size", sys.argv[3]])
-"""
-
-
-def kill_prepare(folder: Path, stage: str, vocab: int, wait_for_line) -> None:
-    """Run `prepare` on ``folder`` in a subprocess and SIGKILL it at ``stage``."""
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(KILLED_PREPARE), stage, str(folder),
-                             str(vocab)], env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for_line(proc, "paused")  # prepare reached the point to kill it at
-        assert len(staging_folders(folder)) == 1  # it was writing: its staging folder is there
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
-        proc.stdout.close()
-        proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL
-
-
-@pytest.mark.multiprocess
-class TestKillWhileWriting:  # its own xdist unit (tests/conftest.py)
-    def test_a_kill_while_writing_leaves_the_old_files_byte_identical(self, prepared, capsys, wait_for_line):
-        before = hashes(prepared)
-        kill_prepare(prepared, "writing", VOCAB + 100, wait_for_line)
-        assert hashes(prepared) == before  # nothing moved in
-        stale = staging_folders(prepared)
-        assert len(stale) == 1 and (stale[0] / "tokens" / "train.bin").exists()
-        # The next prepare removes the dead run's staging folder, says so, and builds the same bytes.
-        assert prep_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", str(VOCAB)]) == 0
-        err = capsys.readouterr().err
-        assert one_line(err) == (f"removed {stale[0].name}, left by an interrupted prepare; "
-                                 f"the files in {prepared} were untouched")
-        assert hashes(prepared) == before and staging_folders(prepared) == []
-
-
-@pytest.mark.multiprocess
-class TestKillWhileMoving:  # its own xdist unit (tests/conftest.py)
-    def test_a_kill_while_moving_in_is_finished_by_the_next_prepare(self, prepared, tmp_path, capsys, wait_for_line):
-        """The five renames take microseconds; a kill between them is completed, not left mixed."""
-        reference = tmp_path / "reference"
-        shutil.copytree(prepared / "corpus", reference / "corpus")
-        prep_mod.prepare(reference, vocab_size=VOCAB + 100)
-        kill_prepare(prepared, "moving", VOCAB + 100, wait_for_line)
-        stale = staging_folders(prepared)
-        assert len(stale) == 1 and files.is_sealed(stale[0])
-        assert prep_mod.main(["prepare", "--data-dir", str(prepared), "--vocab-size", str(VOCAB + 100)]) == 0
-        assert one_line(capsys.readouterr().err) == (f"finished moving in the files of an interrupted prepare "
-                                                     f"({stale[0].name})")
-        assert hashes(prepared) == hashes(reference) and staging_folders(prepared) == []
+# (a SIGKILL while prepare writes, or moves its files in: test_faults_slow.py)
 
 
 def test_a_second_prepare_on_the_same_folder_is_refused(prepared, capsys):
@@ -392,13 +307,3 @@ def test_every_function_that_takes_a_device_raises_a_runtime_error(call, device)
     with pytest.raises(RuntimeError) as err:
         call(device)
     assert isinstance(err.value, ValueError) and repr(device) in str(err.value)
-
-
-def test_the_trainer_cli_still_turns_a_device_error_into_one_line(tmp_path, capsys, monkeypatch):
-    monkeypatch.delenv("LECTURE_DEVICE", raising=False)
-    with pytest.raises(SystemExit) as exit_:
-        train_cli.main(["--steps", "5", "--warmup", "0", "--out", str(tmp_path / "run"), "--device", MISSING])
-    assert exit_.value.code == 2
-    assert one_line(capsys.readouterr().err).endswith(f"error: device {MISSING!r} " + (
-        f"does not exist; valid: cuda:0 .. cuda:{torch.cuda.device_count() - 1}"
-        if torch.cuda.is_available() else "requested but CUDA is not available here"))

@@ -32,17 +32,6 @@ def _main(capsys, *args) -> tuple[int, list[str], list[str]]:
     return code, out.strip().splitlines(), err.strip().splitlines()
 
 
-@pytest.fixture
-def prepared(tmp_path) -> Path:
-    folder = tmp_path / "data"
-    (folder / "corpus").mkdir(parents=True)
-    paragraphs = [f"Paragraph {i}: the hacker's kludge is a crock, per the Jargon File, entry {i * 7}."
-                  for i in range(200)]
-    (folder / "corpus" / "tiny.txt").write_text("\n\n".join(paragraphs) + "\n", encoding="utf-8")
-    prep_mod.prepare(folder, vocab_size=VOCAB)
-    return folder
-
-
 def _fake_prepared_files(folder: Path) -> None:
     """Files named as prepare names its own, holding someone else's bytes, sealed as if ready to move in."""
     for name in PREPARED_FILES:

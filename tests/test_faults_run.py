@@ -1,34 +1,25 @@
 """Faults of the second hostile sweep (issue 29) at the trainer's edges: short token splits, planted
-links and folders in --out, a live run on --resume, a run's own warm-up, `~` and folders that are
-not a run's, other token data on --resume, stray torchrun variables and SIGHUP. Each case checks
-the exit code, the one line, and that nothing outside the folder named was written."""
+links and folders in --out, a run's own warm-up, `~` and folders that are not a run's, other token
+data on --resume, torchrun variables that are not numbers. Each case checks the exit code, the one
+line, and that nothing outside the folder named was written. (A live run on --resume: test_faults.py;
+a stray torchrun environment, SIGHUP and the `data prepare` command as real processes:
+test_faults_slow.py.)"""
 
 import hashlib
 import json
 import os
 import signal
-import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_faults import (  # the in-process CLI, its fast flags (no peak benchmark)
-    FAST,
-    _log,
-    _main,
-    _step,
-)
+from test_faults import BASE, PROG, ROOT, _log, _main, _step
 
 from lecture_utils import prepare as prep_mod
 from lecture_utils.data import write_tokens
 
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 VOCAB = 300  # a tokenizer of 256 bytes, <|endoftext|> and a few merges: prepared in milliseconds
-PROG = "python -m lecture_utils.train: error: "
 
 
 def _sha(path: Path) -> str:
@@ -156,35 +147,7 @@ def test_a_log_that_is_a_folder_is_named_as_one_by_the_trainer_and_by_plot(tmp_p
                                  "not the run's log: move it away, or use another --out"]
 
 
-# --- item 17: --resume on a live run names the live trainer
-
-
-HOLD_LOCK = """
-import os, sys, time
-from lecture_utils.files import FolderLock
-assert FolderLock(sys.argv[1]).acquire(note=f"{os.getpid()}\\n")
-print("held", flush=True)
-time.sleep(60)
-"""
-
-
-@pytest.mark.multiprocess
-class TestResumeOnALiveRun:  # its own xdist unit (tests/conftest.py)
-    def test_resume_on_a_live_run_before_its_first_checkpoint_names_the_holder(self, tmp_path, capsys, wait_for_line):
-        out = tmp_path / "R"
-        out.mkdir()
-        (out / "log.jsonl").write_text('{"step": 1, "loss": 9.0}\n')  # a live run, no checkpoint yet
-        live = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(out / ".lock")], cwd=ROOT, env=ENV,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            wait_for_line(live, "held")
-            code, _, err = _main(capsys, "--steps", "4", "--out", str(out), "--resume")
-        finally:
-            live.kill()
-            live.communicate()
-        assert code == 2 and err == [f"{PROG}--out {out} is in use by another trainer (PID {live.pid}, lock "
-                                     f"{out / '.lock'}); wait for it to finish or use another --out"]
-        assert (out / "log.jsonl").read_text() == '{"step": 1, "loss": 9.0}\n'
+# (item 17, --resume on a live run names the live trainer: test_faults.py, one trainer per folder)
 
 
 # --- item 18: a resumed run keeps its own warm-up, even above a shorter --steps
@@ -193,7 +156,7 @@ class TestResumeOnALiveRun:  # its own xdist unit (tests/conftest.py)
 def test_resume_with_fewer_steps_than_the_runs_warmup_keeps_the_runs_own_schedule(tmp_path, capsys, monkeypatch):
     from lecture_utils import train
 
-    args = [a for a in FAST if a not in ("--warmup", "1")]  # the default warm-up: min(20, --steps)
+    args = BASE  # the default warm-up: min(20, --steps)
     full, out = tmp_path / "full", tmp_path / "R"
     assert train.main(["--steps", "30", "--out", str(full), *args]) == 0
     step = train.Trainer._step_with_oom_recovery
@@ -313,7 +276,7 @@ def test_resume_on_other_token_data_is_a_settings_change(tmp_path, capsys, monke
                                         "process"),
     ({"RANK": "one"}, "the environment variable RANK='one' is not a whole number >= 0; torchrun sets it for the "
                       "processes it starts: unset it (unset RANK) to train in one process"),
-])  # (a stray WORLD_SIZE=2 would wait in rendezvous if it were not refused: tested in a process of its own, below)
+])  # (a stray WORLD_SIZE=2 would wait in rendezvous if it were not refused: test_faults_slow.py)
 def test_garbage_in_the_torchrun_environment_is_one_line(tmp_path, capsys, monkeypatch, env, message):
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(name, raising=False)
@@ -322,86 +285,3 @@ def test_garbage_in_the_torchrun_environment_is_one_line(tmp_path, capsys, monke
     code, lines, err = _main(capsys, "--steps", "2", "--out", str(tmp_path / "R"))
     assert (code, lines, err) == (2, [], [f"{PROG}{message}"])
     assert not (tmp_path / "R").exists()
-
-
-RENDEZVOUS = """
-import datetime, sys
-from lecture_utils.train import Trainer, resolve
-from lecture_utils.train.cli import main
-Trainer._peak_flops = lambda self: 1e12  # no CPU matmul benchmark
-resolve.RENDEZVOUS_TIMEOUT = datetime.timedelta(seconds=float(sys.argv[1]))
-sys.exit(main(sys.argv[2:]))
-"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.mark.slow
-@pytest.mark.multiprocess
-class TestStrayTorchrun:  # its own xdist unit (tests/conftest.py)
-    def test_a_stray_torchrun_environment_is_refused_at_once_not_waited_on(self, tmp_path):
-        """The issue's reproduction, as a real process: before, it waited in rendezvous for 30 minutes."""
-        env = {**ENV, "WORLD_SIZE": "2", "RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())}
-        for name in ("LOCAL_RANK", "TORCHELASTIC_RUN_ID"):
-            env.pop(name, None)
-        start = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "lecture_utils.train", "--steps", "2", *FAST, "--device", "cpu",
-                               "--out", str(tmp_path / "R")], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=120)
-        assert proc.returncode == 2 and proc.stderr == (
-            f"{PROG}WORLD_SIZE=2 is set, but not by torchrun (no LOCAL_RANK, TORCHELASTIC_RUN_ID): launch with "
-            "torchrun --nproc_per_node=N -m lecture_utils.train ..., or unset WORLD_SIZE and RANK to train in one "
-            "process\n")
-        assert time.monotonic() - start < 60 and not (tmp_path / "R").exists()
-
-    def test_a_rank_that_never_joins_ends_the_wait_with_one_line(self, tmp_path):
-        """torchrun's own variables, but the other process never comes: one line after the timeout."""
-        port = _free_port()
-        env = {**ENV, "WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "0", "TORCHELASTIC_RUN_ID": "test",
-               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-        proc = subprocess.run([sys.executable, "-c", RENDEZVOUS, "3", "--steps", "2", *FAST, "--device", "cpu",
-                               "--out", str(tmp_path / "R")], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=120)
-        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-        assert proc.stderr.startswith(f"{PROG}could not join the other 1 process(es) at 127.0.0.1:{port} within 3 s (")
-        assert not (tmp_path / "R").exists()
-
-
-@pytest.mark.slow
-@pytest.mark.multiprocess
-class TestSighup:  # its own xdist unit (tests/conftest.py)
-    def test_sighup_saves_a_checkpoint_at_the_current_step_like_sigterm(self, tmp_path):
-        out = tmp_path / "R"
-        proc = subprocess.Popen([sys.executable, "-m", "lecture_utils.train", "--steps", "200", *FAST, "--out",
-                                 str(out)], cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-        deadline = time.monotonic() + 60
-        while not ((out / "log.jsonl").exists() and len((out / "log.jsonl").read_text().splitlines()) >= 5):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.005)
-        proc.send_signal(signal.SIGHUP)  # the terminal closed, the ssh connection dropped
-        stdout, stderr = proc.communicate(timeout=60)
-        assert proc.returncode == 129 and stderr == "", stderr
-        stopped = _step(out)
-        assert stopped >= 5 and [r["step"] for r in _log(out)] == list(range(1, stopped + 1))
-        assert stdout.splitlines()[-1] == (f"stopped by SIGHUP at step {stopped} of 200: checkpoint "
-                                           f"{out / 'checkpoint.pt'} is at step {stopped}; continue with --resume")
-
-
-@pytest.mark.slow
-@pytest.mark.multiprocess
-class TestDataPrepareCommand:  # its own xdist unit (tests/conftest.py)
-    def test_python_m_lecture_utils_data_prepare_still_prepares(self, tmp_path):
-        """The command stays; data.py hands it to prepare.py in a process of its own (no import circle)."""
-        data = _corpus(tmp_path / "D", [_words(i) for i in range(40)])
-        proc = subprocess.run([sys.executable, "-m", "lecture_utils.data", "prepare", "--data-dir", str(data),
-                               "--vocab-size", str(VOCAB)], cwd=ROOT, env=ENV, capture_output=True, text=True,
-                              timeout=120)
-        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-        assert [line.split(":")[0] for line in proc.stdout.splitlines()] == ["train", "val"]
-        assert json.loads((data / "tokens" / "val.json").read_text())["vocab_size"] == VOCAB
-

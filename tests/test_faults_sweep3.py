@@ -2,47 +2,32 @@
 checkpoint's saved settings, stop signals in the middle of a validation or of a step's micro-batches,
 and the low items (temporary-looking files of the user's, a signal before the first step, deep or
 huge JSON, devices and FIFOs as corpus files, a folder as a token file, a dangling previous-N link,
-an MFU of inf, a weight decay past 1/lr, TORCH_LOGS). Each case checks the exit code, the one line,
-and that nothing the user had was changed."""
+an MFU of inf, a weight decay past 1/lr). Each case checks the exit code, the one line, and that
+nothing the user had was changed. (Every bit of the settings flipped, real signals during a long
+validation, TORCH_LOGS: test_faults_slow.py.)"""
 
 import json
 import os
 import pathlib
 import signal
 import struct
-import subprocess
-import sys
-import time
 import zipfile
 from pathlib import Path
 
 import pytest
 import torch
-from test_faults import _dead_pid, _log, _step
-from test_faults_edges import _small_trainer, _tree
+from test_faults import BASE, PROG, _dead_pid, _log, _main, _step, _tree
 from test_faults_run import VOCAB, _prepared
 
 from lecture_utils import prepare as prep_mod
 from lecture_utils import train
 from lecture_utils.train import build as build_module
 from lecture_utils.train import trainer as trainer_module
-from lecture_utils.train.run import resume_payload
-
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
-PROG = "python -m lecture_utils.train: error: "
-# test_faults' fast flags without --warmup: a resume here relies on the run's own, as a user's does
-BASE = ["--batch-size", "4", "--seq-len", "32", "--val-every", "0", "--no-progress", "--peak-flops", "1e12"]
 
 
 def _run(capsys, *args) -> tuple[int, list[str], list[str]]:
-    """train.main in-process: (exit code, stdout lines, stderr lines)."""
-    try:
-        code = train.main([*BASE, *args])
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out.strip().splitlines(), err.strip().splitlines()
+    """test_faults' in-process CLI without --warmup: a resume here relies on the run's own, as a user's does."""
+    return _main(capsys, *args, flags=BASE)
 
 
 # --- item 2: the checkpoint's sha256 covers everything --resume relies on
@@ -102,18 +87,6 @@ def test_a_renamed_settings_or_sha256_key_is_one_line_on_resume(tmp_path, capsys
     assert _tree(out) == before
 
 
-def test_a_checkpoint_whose_sha256_was_removed_is_one_line_on_resume(tmp_path, capsys):
-    out = tmp_path / "R"
-    assert _run(capsys, "--steps", "2", "--warmup", "1", "--out", str(out))[0] == 0
-    path = out / "checkpoint.pt"
-    payload = torch.load(path, weights_only=True)
-    del payload["extra"]["sha256"]
-    torch.save(payload, path)
-    assert train.read_checkpoint(path)["step"] == 2  # the lesson's loader still reads it (notebook 08's have none)
-    code, _, err = _run(capsys, "--steps", "4", "--out", str(out), "--resume")
-    assert code == 2 and len(err) == 1 and f"{path} holds no sha256" in err[0], err
-
-
 def test_a_checkpoint_saved_before_issue_38_still_resumes(tmp_path, capsys):
     """Its sha256 covers the tensors, step and RNG only: read as before (its settings as they are)."""
     from lecture_utils.train.checkpoint import payload_digest
@@ -128,55 +101,7 @@ def test_a_checkpoint_saved_before_issue_38_still_resumes(tmp_path, capsys):
     assert _step(out) == 3
 
 
-@pytest.mark.slow
-@pytest.mark.multiprocess
-class TestEveryBitOfTheSettings:  # its own xdist unit (tests/conftest.py); about a minute on one core
-    def test_each_single_bit_flip_in_the_metadata_is_refused_or_changes_nothing(self, tmp_path):
-        """Every bit of data.pkl's metadata region (the key 'extra' to the pickle's end: the run's
-        settings and the sha256), flipped one at a time: each is one ValueError naming the file, or loads
-        a payload identical to the original (a memo index no one reads back). The sweep found 406 of
-        11,373 loaded with changed settings."""
-        trainer = _small_trainer(tmp_path / "good", steps=2)
-        trainer.run()
-        trainer.close()
-        good_path = tmp_path / "good" / "checkpoint.pt"
-        good, original = good_path.read_bytes(), resume_payload(good_path.parent)
-        start, end = _pickle_span(good_path)
-        region = good.index(b"\x05\x00\x00\x00extra", start, end) - 1  # from its BINUNICODE opcode
-        victim = tmp_path / "victim"
-        victim.mkdir()
-        path = victim / "checkpoint.pt"
-        refused, same, changed = 0, 0, []
-        for at in range(region, end):
-            for bit in range(8):
-                data = bytearray(good)
-                data[at] ^= 1 << bit
-                path.write_bytes(data)
-                try:
-                    payload = resume_payload(victim)
-                except ValueError as err:
-                    assert str(path) in str(err) and "\n" not in str(err), (at, bit, err)
-                    refused += 1
-                    continue
-                if _identical(payload, original):
-                    same += 1
-                else:
-                    changed.append((at - start, bit))
-        assert changed == [] and refused + same == 8 * (end - region) and refused > same, (changed, refused, same)
-
-
-def _identical(a, b) -> bool:
-    """The same types, keys in the same order, and bit-identical tensors and values."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, torch.Tensor):
-        return a.dtype == b.dtype and a.shape == b.shape and a.stride() == b.stride() and \
-            a.reshape(-1).view(torch.uint8).tolist() == b.reshape(-1).view(torch.uint8).tolist()
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_identical(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple):
-        return len(a) == len(b) and all(map(_identical, a, b))
-    return a == b or (a != a and b != b)
+# (every single bit of the settings flipped: test_faults_slow.py)
 
 
 # --- item 5: a stop signal is honoured between batches, in a validation and in a step
@@ -252,31 +177,7 @@ def test_a_signal_before_the_first_step_leaves_nothing_that_blocks_a_plain_start
     assert _step(out) == 3
 
 
-@pytest.mark.slow
-@pytest.mark.multiprocess
-class TestSignalsDuringALongValidation:  # its own xdist unit (tests/conftest.py)
-    @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-    def test_a_signal_during_a_long_validation_is_honoured_within_seconds(self, tmp_path, sig, code):
-        """G10 as the sweep ran it: --val-batches 100000 kept the trainer alive 56 s after both signals."""
-        out = tmp_path / "R"
-        proc = subprocess.Popen([sys.executable, "-m", "lecture_utils.train", *BASE, "--warmup", "1", "--steps", "4",
-                                 "--val-every", "2", "--val-batches", "100000", "--out", str(out)], cwd=ROOT, env=ENV,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        log, deadline = out / "log.jsonl", time.monotonic() + 60
-        while not (log.exists() and log.read_text().count("\n") >= 1):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.01)
-        time.sleep(1)  # step 2 took milliseconds: its validation has begun
-        proc.send_signal(sig)
-        sent = time.monotonic()
-        try:
-            stdout, stderr = proc.communicate(timeout=30)
-        finally:
-            proc.kill()  # (a no-op once it has exited)
-        assert time.monotonic() - sent < 5 and proc.returncode == code and stderr == "", (stderr, proc.returncode)
-        assert stdout.splitlines()[-1] == (f"stopped by {sig.name} at step 2 of 4: checkpoint {out / 'checkpoint.pt'} "
-                                           "is at step 2; continue with --resume")
-        assert _step(out) == 2 and [r["step"] for r in _log(out)] == [1, 2]
+# (a real SIGTERM and SIGINT during a long validation: test_faults_slow.py)
 
 
 # --- item 6: the low ones
@@ -401,19 +302,3 @@ def test_a_corpus_file_that_is_a_device_or_a_fifo_is_one_line_and_never_read(tmp
     assert err == (f"python -m lecture_utils.data: error: {odd} is not a plain file (a device, a FIFO): the corpus "
                    f"is plain .txt files; move it out of {data / 'corpus'}\n")
     assert _tree(data / "tokens") == before
-
-
-@pytest.mark.slow
-@pytest.mark.multiprocess
-class TestTorchLogs:  # its own xdist unit (tests/conftest.py)
-    @pytest.mark.parametrize("cli", ["lecture_utils.train", "lecture_utils", "lecture_utils.data prepare"])
-    def test_a_torch_logs_that_torch_refuses_is_one_line(self, tmp_path, cli):
-        """H06: torch's own import traceback."""
-        args = {"lecture_utils.train": ["--steps", "1", "--out", str(tmp_path / "R")], "lecture_utils": ["estimate"],
-                "lecture_utils.data prepare": ["--data-dir", str(tmp_path / "R")]}[cli]
-        proc = subprocess.run([sys.executable, "-m", *cli.split(), *args], cwd=ROOT,
-                              env={**ENV, "TORCH_LOGS": "nonsense"}, capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 2 and proc.stdout == "" and proc.stderr == (
-            f"python -m {cli}: error: TORCH_LOGS='nonsense' is not a setting torch knows (TORCH_LOGS=\"help\" lists "
-            "them): fix it, or unset TORCH_LOGS\n")
-        assert not (tmp_path / "R").exists()

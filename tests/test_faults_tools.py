@@ -1,7 +1,8 @@
 """Faults of the second hostile sweep (issue 29) in the tools around the notebooks: a Lab copy of a
-notebook, file names that are shell code, a half-made .venv (the GPU check's are in
-test_gpu_check.py, the exercises' in test_exercises.py); and of the third (issue 38): a lesson cell
-that does not compile, `make site` stopped by a signal."""
+notebook, file names that are shell code, the targets that run the Chinese notebooks (the GPU
+check's are in test_gpu_check.py, the exercises' in test_exercises.py, a half-made .venv in
+test_faults_slow.py); and of the third (issue 38): a lesson cell that does not compile, `make site`
+stopped by a signal."""
 
 import os
 import re
@@ -26,44 +27,52 @@ NAMES = (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()
 
 
 def _fake_checkout(tmp_path: Path) -> Path:
-    """The Makefile's world in tmp: its inputs, and a .venv whose programs only record their arguments."""
+    """The Makefile's world in tmp: its inputs, the notebooks (notebooks/zh/ too) and their twins, and a .venv
+    whose programs only record each command they are given, one a line."""
     root = tmp_path / "checkout"
-    root.mkdir()
-    for name in ("pyproject.toml", "constraints.txt", "notebooks.txt"):
-        if (ROOT / name).exists():
-            shutil.copy2(ROOT / name, root / name)
-    (root / "notebooks").mkdir()
+    (root / "notebooks" / "zh").mkdir(parents=True)
     (root / "py_src").mkdir()
+    for name in ("pyproject.toml", "constraints.txt", "notebooks.txt"):
+        shutil.copy2(ROOT / name, root / name)
     for name in NAMES:
-        (root / "notebooks" / f"{name}.ipynb").write_text("{}")
-        (root / "py_src" / f"{name}.py").write_text("")
+        for path in (f"notebooks/{name}.ipynb", f"notebooks/zh/{name}.ipynb", f"py_src/{name}.py"):
+            (root / path).write_text("{}")
     bin_ = root / ".venv" / "bin"
     bin_.mkdir(parents=True)
     for program in ("python", "jupyter", "jupytext", "ruff"):
-        (bin_ / program).write_text(f'#!/bin/sh\nprintf "%s\\n" {program} "$@" >> "{root}/argv.txt"\n')
+        (bin_ / program).write_text(f'#!/bin/sh\nprintf "%s\\n" "{program} $*" >> "{root}/argv.txt"\n')
         (bin_ / program).chmod(0o755)
     (root / ".venv" / ".installed").touch()  # newer than pyproject.toml and constraints.txt: set up
     return root
 
 
+EN, ZH = ([f"notebooks/{edition}{name}.ipynb" for name in NAMES] for edition in ("", "zh/"))
+I18N = "python scripts/i18n.py"
+
+
 @pytest.mark.multiprocess
 class TestMakeNamesTheNotebooksExactly:  # its own xdist unit (tests/conftest.py): it runs make
-    @pytest.mark.parametrize("target", ["slides", "site", "nbval", "test", "run", "regen"])
-    def test_a_notebook_file_name_never_runs_as_shell_code(self, tmp_path, target):
+    @pytest.mark.parametrize(("target", "commands", "notebooks"), [
+        ("slides", ["python scripts/build_slides.py"], EN), ("site", ["python scripts/build_site.py"], EN),
+        ("nbval", ["python -m pytest"], EN), ("test", ["python -m pytest"], EN + ZH), ("run", ["jupyter"] * 8, EN),
+        ("i18n", [f"{I18N} extract"], []), ("zh", [f"{I18N} build", "jupyter"], ZH),
+        ("regen", ["python scripts/export_lessons.py", "jupytext", "jupyter", "python scripts/figure_alt.py",
+                   "jupytext", f"{I18N} extract", f"{I18N} build {' '.join(NAMES)}", "jupyter"], EN + EN + ZH),
+    ])  # the Chinese notebooks: make test runs them, make zh and make regen build and run them, no other target
+    def test_a_target_runs_exactly_its_notebooks_and_no_file_name_runs_as_shell_code(self, tmp_path, target,
+                                                                                      commands, notebooks):
         root = _fake_checkout(tmp_path)
         for odd in ("09_$(touch${IFS}PWNED).ipynb", "09 my notes.ipynb", "08_training_loop-Copy1.ipynb"):
             (root / "notebooks" / odd).write_text("{}")
             (root / "py_src" / odd.replace(".ipynb", ".py")).write_text("")
         make = subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), "-C", str(root), target],
                               capture_output=True, text=True, timeout=60)
-        assert not (root / "PWNED").exists()
-        argv = (root / "argv.txt").read_text() if (root / "argv.txt").exists() else ""
+        assert make.returncode == 0 and not (root / "PWNED").exists(), make.stderr
+        argv = (root / "argv.txt").read_text()
         assert "Copy1" not in argv and "my notes" not in argv and "PWNED" not in argv, argv
-        if target in ("slides", "site", "nbval", "test"):  # one command over the eight notebooks
-            assert make.returncode == 0, make.stderr
-            assert [line for line in argv.splitlines() if line.startswith("notebooks/")] == [
-                f"notebooks/{name}.ipynb" for name in NAMES] + [  # make test runs the Chinese edition too
-                f"notebooks/zh/{name}.ipynb" for name in NAMES if target == "test"]
+        assert re.findall(r"notebooks/\S+\.ipynb", argv) == notebooks
+        lines = argv.splitlines()
+        assert len(lines) == len(commands) and all(map(str.startswith, lines, commands)), lines
 
 
 def _toy(tmp_path: Path, names: list[str]) -> Path:
@@ -110,23 +119,7 @@ def test_notebooks_txt_names_the_eight_notebooks_and_their_twins():
     assert pattern.search('sorted((ROOT / "py_src").glob("' + "[0-9]" * 2 + '_*.py"))')  # as it was
 
 
-# --- item 6: a .venv left half-made by a killed `make setup` is made again
-
-
-@pytest.mark.slow
-@pytest.mark.multiprocess
-class TestHalfMadeVenv:  # its own xdist unit (tests/conftest.py)
-    def test_a_venv_without_pip_is_made_again(self, tmp_path):
-        venv = tmp_path / "venv"
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)  # killed mid-way
-        env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}  # offline: install fails
-        make = subprocess.run(["make", "-C", str(ROOT), "setup", f"VENV={venv}"], capture_output=True, text=True,
-                              env=env, timeout=300)
-        output = make.stdout + make.stderr
-        assert "No module named pip" not in output, output
-        assert f"{venv} is incomplete (an interrupted make setup?): making it again" in output
-        assert subprocess.run([venv / "bin" / "python", "-m", "pip", "--version"], capture_output=True).returncode == 0
-        assert not (venv / ".installed").exists()  # offline, the install itself failed: the next make retries
+# (item 6, a .venv left half-made by a killed `make setup`: test_faults_slow.py)
 
 
 # --- issue 38: a lesson cell that does not compile is refused; make site cleans up on a signal

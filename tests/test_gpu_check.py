@@ -1,14 +1,12 @@
-"""scripts/gpu_check.py: its cell runner (gpu_cells.py), its report (gpu_report.py), and the whole command
-rehearsed on the CPU."""
+"""scripts/gpu_check.py: its cell runner (gpu_cells.py), its report (gpu_report.py), its arguments and a
+report on a failing disk, in-process; the whole command rehearsed on the CPU: tests/test_gpu_rehearsal.py."""
 
 import errno
 import io
 import json
 import os
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -91,15 +89,6 @@ def test_a_notebook_may_define_a_dataclass(tmp_path):
     path.write_text("# %%\nfrom dataclasses import dataclass\n\n@dataclass\nclass P:\n    x: int\n\nprint(P(1))\n")
     log = io.StringIO()
     assert gpu_cells.run_notebook(path, log)["status"] == "passed" and "P(x=1)" in log.getvalue()
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without CUDA")
-def test_refuses_cleanly_without_cuda(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--out", str(tmp_path / "r")],
-                          capture_output=True, text=True)
-    assert proc.returncode == 1
-    assert proc.stdout.count("\n") == 1 and "no CUDA device" in proc.stdout and "--device cpu" in proc.stdout
-    assert not (tmp_path / "r").exists()
 
 
 # A notebook whose GPU-only blocks run on a simulated CUDA device: cuda_only() only looks at
@@ -207,150 +196,6 @@ def test_the_reference_gets_its_measured_column_filled_and_keeps_the_published_o
     assert "not yet run on a GPU" in before and "**Measured here:** not yet run" not in after
 
 
-def test_refuses_a_reference_that_is_not_a_file(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--out", str(tmp_path),
-                           "--reference", str(tmp_path / "nope.md")], capture_output=True, text=True)
-    assert proc.returncode == 2
-    assert proc.stdout.count("\n") == 1 and "nope.md is not a file" in proc.stdout and not proc.stderr
-
-
-# --- the whole command, rehearsed on the CPU -----------------------------------------------------
-
-SCRIPT = ROOT / "scripts" / "gpu_check.py"
-
-
-def rehearse(out, *args, **popen):
-    return [sys.executable, str(SCRIPT), "--device", "cpu", "--out", str(out), *args]
-
-
-def git_status():
-    if not (ROOT / ".git").exists():
-        return None
-    return subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
-
-
-def report_of(out):
-    return json.loads((out / "report.json").read_text())
-
-
-def wait_for_status(out, stage, status, proc, timeout=60):
-    """Poll report.json (rewritten atomically) until ``stage`` has ``status``."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise AssertionError(f"the check ended (exit {proc.returncode}) before {stage} was {status}")
-        with_report = (out / "report.json").exists()
-        if with_report and report_of(out)["stages"][stage]["status"] == status:
-            return report_of(out)
-        time.sleep(0.05)
-    raise AssertionError(f"{stage} never became {status}")
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-@pytest.mark.slow
-@pytest.mark.multiprocess
-class TestRehearsalStopsAtTheDeadline:
-    def test_it_writes_four_files_only_there_and_stops_starting_stages_past_the_deadline(self, tmp_path):
-        before = git_status()
-        out = tmp_path / "gpu"
-        proc = subprocess.run(rehearse(out, "--deadline", "1"), capture_output=True, text=True, cwd=tmp_path,
-                              timeout=120)
-        assert proc.returncode == 3, proc.stdout + proc.stderr  # 3: stopped by the deadline, what ran passed
-        assert proc.stderr == ""
-        assert sorted(p.name for p in out.iterdir()) == ["logs.txt", "reference.md", "report.json", "summary.md"]
-        report = report_of(out)
-        stages = list(report["stages"].values())
-        assert stages[0]["status"] == "passed" and stages[-1] == {
-            "kind": "benchmark", "status": "not started", "reason": "past the --deadline of 1 s"}
-        ran = [name for name, r in report["stages"].items() if r["status"] != "not started"]
-        lines = proc.stdout.splitlines()
-        assert [line.split()[0] for line in lines[:-1]] == ran  # one line per stage that ran
-        assert lines[-1].startswith(f"gpu-check: stopped at the deadline: {len(stages) - len(ran)} of "
-                                    f"{len(stages)} stages not started (") and lines[-1].endswith(f"report in {out}")
-        # the rehearsal hides what the lent machine lacks: notebook 01's beartype cells are skipped
-        first = report["stages"]["01_tensors_and_strides"]["detail"]
-        assert "needs beartype" in " ".join(first["skipped"])
-        assert "stopped at the deadline" in (out / "summary.md").read_text()
-        assert "===== 01_tensors_and_strides: passed in" in (out / "logs.txt").read_text()
-        assert "not measured this run" in (out / "reference.md").read_text()
-        assert git_status() == before  # nothing outside --out changed
-
-
-@pytest.mark.slow
-@pytest.mark.multiprocess
-class TestRehearsalSurvivesAKill:
-    def test_a_report_written_before_a_kill_is_valid_and_names_the_running_stage(self, tmp_path):
-        out = tmp_path / "gpu"
-        proc = subprocess.Popen(rehearse(out, "--only", "01_tensors_and_strides", "08_training_loop"), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        report = wait_for_status(out, "08_training_loop", "running", proc)
-        proc.kill()  # SIGKILL: no handler runs; only what was on disk remains
-        proc.wait()
-        child = report["stages"]["08_training_loop"]["pid"]
-        os.killpg(child, signal.SIGKILL)  # the stage's own process group (the check would have stopped it)
-        report = report_of(out)
-        assert report["stages"]["01_tensors_and_strides"]["status"] == "passed"
-        assert report["stages"]["08_training_loop"]["status"] == "running"
-        summary = (out / "summary.md").read_text()
-        assert "**08_training_loop was running when this report was written**" in summary
-        assert "===== 01_tensors_and_strides: passed in" in (out / "logs.txt").read_text()
-
-
-@pytest.mark.slow
-@pytest.mark.multiprocess
-class TestRehearsalStopsOnSignalAndTimeout:
-    def test_sigterm_stops_the_stage_and_its_processes_and_says_so(self, tmp_path):
-        out = tmp_path / "gpu"
-        proc = subprocess.Popen(rehearse(out, "--only", "08_training_loop"), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        child = wait_for_status(out, "08_training_loop", "running", proc)["stages"]["08_training_loop"]["pid"]
-        proc.send_signal(signal.SIGTERM)
-        stdout, stderr = proc.communicate(timeout=30)
-        assert proc.returncode == 143 and stderr == ""
-        assert stdout.splitlines()[-1].startswith("gpu-check: stopped by SIGTERM: 0 stage(s) not started")
-        row = report_of(out)["stages"]["08_training_loop"]
-        assert (row["status"], row["reason"]) == ("stopped", "the check was stopped by SIGTERM")
-        time.sleep(0.2)
-        assert not alive(child)
-
-    def test_a_stage_past_its_limit_is_timed_out_and_the_next_one_still_runs(self, tmp_path):
-        out = tmp_path / "gpu"
-        proc = subprocess.run(rehearse(out, "--only", "08_training_loop", "matmul_mfu", "--stage-limit", "1.5"),
-                              capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 1 and proc.stderr == ""
-        stages = report_of(out)["stages"]
-        assert stages["08_training_loop"]["status"] == "timed out"
-        assert stages["08_training_loop"]["reason"].startswith("stopped after 2 s")
-        assert stages["matmul_mfu"]["status"] in ("passed", "timed out")  # it ran, within its own limit
-        assert proc.stdout.splitlines()[-1].startswith("gpu-check: FAILED: 08_training_loop")
-
-
-@pytest.mark.parametrize(("args", "message"), [
-    (["--deadline", "0"], "--deadline must be a number of seconds above 0, got 0"),
-    (["--only", "09_nope"], "no stage '09_nope'; valid: 01_tensors_and_strides, "),
-])
-def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, message):
-    proc = subprocess.run(rehearse(tmp_path / "gpu", *args), capture_output=True, text=True)
-    assert (proc.returncode, proc.stderr) == (2, "")
-    assert proc.stdout.count("\n") == 1 and message in proc.stdout
-    assert not (tmp_path / "gpu").exists()
-
-
-def test_an_out_folder_holding_other_files_is_refused_and_left_alone(tmp_path):
-    (tmp_path / "notes.txt").write_text("mine")
-    proc = subprocess.run(rehearse(tmp_path), capture_output=True, text=True)
-    assert (proc.returncode, proc.stderr) == (2, "")
-    assert proc.stdout.count("\n") == 1 and "holds notes.txt, which this check did not write" in proc.stdout
-    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
-
-
 # --- issue 29, item 13: the GPU check's report on a disk that fails
 
 
@@ -402,17 +247,34 @@ def test_a_report_that_fails_after_a_stage_started_stops_the_check_in_one_line(t
     assert {r["status"] for r in report["stages"].values()} == {"not started"}
 
 
-# --- issue 29, item 22: the GPU check's arguments, refused in one line, before --out is made
+# --- the arguments, refused in one line, before --out is made (issue 29, item 22); the whole command,
+# rehearsed on the CPU as a process of its own: tests/test_gpu_rehearsal.py
 
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--deadline", "1e9"], "--deadline must be a number of seconds below 1e+06 (11.6 days), got 1e+09"),
     (["--grace", "nan"], "--grace must be a number of seconds, got nan"),
     (["--stage-limit", "-5"], "--stage-limit must be a number of seconds above 0, got -5"),
+    (["--deadline", "0"], "--deadline must be a number of seconds above 0, got 0"),
+    (["--only", "09_nope"], "no stage '09_nope'; valid: 01_tensors_and_strides, "),
+    (["--reference", "{tmp}/nope.md"], "--reference {tmp}/nope.md is not a file; give docs/gpu/reference.md"),
+    (["--out", "{tmp}"], "--out {tmp} holds notes.txt, which this check did not write; give a new or empty folder"),
 ])
-def test_an_out_of_range_duration_says_which_bound(tmp_path, capsys, args, message):
+def test_bad_arguments_are_one_line_and_exit_2_and_leave_everything_alone(tmp_path, capsys, args, message):
+    (tmp_path / "notes.txt").write_text("mine")
+    args = [arg.format(tmp=tmp_path) for arg in args]
     assert gpu_check.main(["--device", "cpu", "--out", str(tmp_path / "gpu"), *args]) == 2
-    assert capsys.readouterr().out == f"gpu-check: {message}\n" and not (tmp_path / "gpu").exists()
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"gpu-check: {message.format(tmp=tmp_path)}") and printed.count("\n") == 1, printed
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without CUDA")
+def test_refuses_cleanly_without_cuda(tmp_path, capsys, restore_signals):
+    assert gpu_check.main(["--out", str(tmp_path / "r")]) == 1
+    printed = capsys.readouterr().out
+    assert printed.count("\n") == 1 and "no CUDA device" in printed and "--device cpu" in printed
+    assert not (tmp_path / "r").exists()
 
 
 def test_a_binary_reference_is_one_line_and_leaves_no_out_behind(tmp_path, capsys):

@@ -8,13 +8,11 @@ cell left to do: test_every_entry_is_translated and
 test_each_chinese_markdown_cell_is_its_translation."""
 
 import asyncio
-import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import nbformat
 import polib
@@ -371,16 +369,6 @@ def test_extract_adds_new_cells_keeps_the_old_english_and_retires_removed_cells(
     assert entries["c"].translated() and entries["c"].msgstr == "稍后删除。"  # a restored cell: back as it was
 
 
-def test_a_catalog_that_cannot_be_read_is_one_line(tmp_path, capsys):
-    _toy(tmp_path, [("a", "# Title")])
-    path = i18n.catalog_path(tmp_path, "01_toy")
-    path.parent.mkdir(parents=True)
-    path.write_text("not a catalog\n", encoding="utf-8")
-    assert i18n.main(["--root", str(tmp_path), "check"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "01_toy.po: cannot read the catalog" in err
-
-
 # --- markup and glossary ----------------------------------------------------------------------
 
 ENGLISH = ("## §2.3 Views\n\nA `view` is free: $n \\cdot s$ bytes, see [the docs](https://pytorch.org/x).\n\n"
@@ -436,19 +424,6 @@ def test_a_glossary_violation_is_named_with_the_cell_and_the_term(tmp_path):
         "notebooks/01_toy.ipynb, cell b (\"High ARITHMETIC INTENSITY.\"): 'arithmetic intensity' is written "
         "算术强度 (the notes' form, glossary, §3.1)",
         "notebooks/01_toy.ipynb, cell c (\"Its stride.\"): 'stride' is written stride (the notes' form, glossary, §2.2)"]
-
-
-def test_a_planted_glossary_violation_fails_the_check(tmp_path, capsys):
-    _toy(tmp_path, [("a", "## §2.2 Strides\n\nEach dimension has a stride.")])
-    i18n.extract(tmp_path)
-    (tmp_path / i18n.GLOSSARY).write_text(_glossary(tmp_path, "| stride | stride（步幅） | §2.2 |\n").read_text(
-        encoding="utf-8"), encoding="utf-8")
-    _translate(tmp_path, {"a": "## §2.2 stride（步幅）\n\n每个维度都有一个 stride。"})
-    assert i18n.main(["--root", str(tmp_path), "check"]) == 0
-    _translate(tmp_path, {"a": "## §2.2 步幅\n\n每个维度都有一个步幅。"})
-    assert i18n.main(["--root", str(tmp_path), "check"]) == 1
-    assert "notebooks/01_toy.ipynb, cell a (\"## §2.2 Strides\"): 'stride' is written stride（步幅）" \
-        in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("rows, error", [
@@ -526,68 +501,8 @@ def test_the_glossary_refuses_a_planted_wrong_term(tmp_path, capsys, english, ch
 # --- kept apart from the English everywhere else ----------------------------------------------
 
 
-def test_pytest_nbval_of_notebooks_leaves_the_chinese_copies_out():
-    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
-    conftest = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(conftest)
-    plain = SimpleNamespace(args=["notebooks/"])
-    assert conftest.pytest_ignore_collect(ROOT / "notebooks" / "zh", plain) is True
-    assert conftest.pytest_ignore_collect(ROOT / "notebooks", plain) is None
-    named = SimpleNamespace(args=[str(ROOT / "notebooks" / "zh")])
-    assert conftest.pytest_ignore_collect(ROOT / "notebooks" / "zh", named) is None
-
-
-def _fake_checkout(tmp_path: Path) -> Path:
-    """The Makefile's world with programs that only record their arguments (as test_faults_tools)."""
-    root = tmp_path / "checkout"
-    (root / "notebooks" / "zh").mkdir(parents=True)
-    for name in ("pyproject.toml", "constraints.txt", "notebooks.txt"):
-        shutil.copy2(ROOT / name, root / name)
-    for name in NAMES:
-        (root / "notebooks" / f"{name}.ipynb").write_text("{}")
-        (root / "notebooks" / "zh" / f"{name}.ipynb").write_text("{}")
-    bin_ = root / ".venv" / "bin"
-    bin_.mkdir(parents=True)
-    for program in ("python", "jupyter", "jupytext", "ruff"):
-        (bin_ / program).write_text(f'#!/bin/sh\nprintf "%s\\n" "{program} $*" >> "{root}/argv.txt"\n')
-        (bin_ / program).chmod(0o755)
-    (root / ".venv" / ".installed").touch()
-    return root
-
-
-@pytest.mark.parametrize("target, expected", [
-    ("i18n", ["python scripts/i18n.py extract"]),
-    ("zh", ["python scripts/i18n.py build", "jupyter"]),
-    ("regen", ["python scripts/export_lessons.py", "jupytext", "jupyter",
-               "python scripts/figure_alt.py " + " ".join(f"notebooks/{name}.ipynb" for name in NAMES), "jupytext",
-               "python scripts/i18n.py extract", "python scripts/i18n.py build " + " ".join(NAMES), "jupyter"]),
-])
-def test_make_i18n_zh_and_regen_build_and_run_the_chinese_notebooks(tmp_path, target, expected):
-    root = _fake_checkout(tmp_path)
-    make = subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), "-C", str(root), target],
-                          capture_output=True, text=True, timeout=60)
-    assert make.returncode == 0, make.stderr
-    argv = (root / "argv.txt").read_text().splitlines()
-    assert [line if line.startswith("python") else line.split()[0] for line in argv] == expected
-    if target != "i18n":  # the last command runs the Chinese notebooks, and only them
-        assert argv[-1].count("notebooks/zh/") == len(NAMES) and f" notebooks/{NAMES[0]}.ipynb" not in argv[-1]
-
-
-def test_make_test_runs_the_chinese_notebooks_too(tmp_path):
-    root = _fake_checkout(tmp_path)
-    subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), "-C", str(root), "test"],
-                   capture_output=True, text=True, timeout=60)
-    argv = (root / "argv.txt").read_text()
-    assert f"notebooks/{NAMES[0]}.ipynb" in argv and f"notebooks/zh/{NAMES[0]}.ipynb" in argv
-
-
-@pytest.mark.parametrize("target", ["nbval", "run", "site", "slides"])
-def test_the_english_targets_never_see_notebooks_zh(tmp_path, target):
-    root = _fake_checkout(tmp_path)
-    subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), "-C", str(root), target],
-                   capture_output=True, text=True, timeout=60)
-    argv = (root / "argv.txt").read_text()
-    assert "notebooks/zh" not in argv and f"notebooks/{NAMES[0]}.ipynb" in argv
+# (make i18n, zh and regen build and run the Chinese notebooks, make test runs them, no English target sees
+# them: test_faults_tools.py, TestMakeNamesTheNotebooksExactly)
 
 
 def test_saving_a_chinese_notebook_in_lab_writes_no_py_twin(tmp_path):

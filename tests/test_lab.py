@@ -1,8 +1,9 @@
-"""`make lab` end to end, headless: the real target starts (as root too), its server lists the
+"""`make lab` end to end, headless: the real target starts, its server lists the
 project kernel, exactly the eight notebooks (and zh/, their Chinese edition) and jupyterlab-rise;
 in Chromium, Lab opens without the "official Jupyter news?" prompt and RISE shows a notebook's
 first slide.
-(That this kernel runs the notebooks is tested in test_scripts.py.)
+(That this kernel runs the notebooks is tested in test_scripts.py; that --allow-root is passed as
+root and only then, in test_make_setup.py.)
 
 One server for the module. `make lab` runs in its own process group, which the fixture kills
 at the end after shutting down the kernels (they run in sessions of their own)."""
@@ -15,13 +16,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.site  # a real `make lab` server: make site-check (CI) runs these
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = re.search(r"^KERNEL := (\S+)", (ROOT / "Makefile").read_text(), re.M).group(1)
 NOTEBOOKS = sorted(f"{name}.ipynb" for name in (ROOT / "notebooks.txt").read_text(encoding="utf-8").split())
@@ -118,27 +119,6 @@ def running_lab(checkout: Path, tmp: Path):
             time.sleep(0.2)
 
 
-def _dry_run_lab(cwd, *prefix) -> str:
-    return subprocess.run([*prefix, "make", "--dry-run", "--always-make", "lab"], cwd=cwd,
-                          capture_output=True, text=True, check=True).stdout
-
-
-def test_allow_root_is_passed_as_root_and_only_then():
-    assert ("--allow-root" in _dry_run_lab(ROOT)) == (os.geteuid() == 0)
-    if os.geteuid() != 0 or not shutil.which("setpriv"):
-        return
-    # The same Makefile run by an unprivileged user, from a folder that user can read (the
-    # checkout may sit under /root).
-    with tempfile.TemporaryDirectory() as tmp:
-        os.chmod(tmp, 0o755)
-        shutil.copy(ROOT / "Makefile", tmp)
-        for prerequisite in ("pyproject.toml", "constraints.txt"):
-            Path(tmp, prerequisite).touch()
-        nobody = _dry_run_lab(tmp, "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups")
-    assert "jupyter lab" in nobody and "--allow-root" not in nobody
-
-
-@pytest.mark.site  # a real `make lab` server: make site-check (CI) runs it
 def test_lab_lists_the_project_kernel_and_exactly_the_notebooks(lab):
     assert KERNEL in _get(lab, "api/kernelspecs")["kernelspecs"]
     assert len(NOTEBOOKS) == 8
@@ -151,7 +131,6 @@ def test_lab_lists_the_project_kernel_and_exactly_the_notebooks(lab):
     assert sorted((c["name"], c["type"]) for c in chinese) == [(name, "notebook") for name in NOTEBOOKS]
 
 
-@pytest.mark.site
 def test_lab_loads_jupyterlab_rise(lab):
     # The page config Lab's frontend boots from: the extensions it loads, and those disabled
     # (ours: the news prompt). The extension manager's API would ask PyPI for versions.
@@ -176,7 +155,6 @@ def chromium(browser):
     context.close()
 
 
-@pytest.mark.site
 @needs_chromium
 def test_lab_opens_in_the_notebooks_without_the_news_prompt(lab, chromium):
     page = chromium.new_page()
@@ -193,7 +171,6 @@ def test_lab_opens_in_the_notebooks_without_the_news_prompt(lab, chromium):
     page.close()
 
 
-@pytest.mark.site
 @needs_chromium
 def test_rise_presents_a_notebook_with_the_project_kernel(lab, chromium):
     notebook = NOTEBOOKS[0]

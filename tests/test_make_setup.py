@@ -1,11 +1,14 @@
 """The first `make setup` (issue 28, §5): it says what it installs and how long that takes before
 the minutes of pip, says when it is done, shows no setuptools warning box, and the README states
-the torch download with and without a GPU and how to pick the CPU build (the index CI uses)."""
+the torch download with and without a GPU and how to pick the CPU build (the index CI uses); and
+`make lab` passes Jupyter --allow-root as root, and only then."""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,3 +53,23 @@ def test_readme_states_the_torch_download_with_and_without_a_gpu():
     workflow = (ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
     index = re.search(r"PIP_EXTRA_INDEX_URL: (\S+)", workflow).group(1)
     assert f"`PIP_EXTRA_INDEX_URL={index} make setup`" in setting_up
+
+
+def _dry_run_lab(cwd, *prefix) -> str:
+    return subprocess.run([*prefix, "make", "--dry-run", "--always-make", "lab"], cwd=cwd,
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_allow_root_is_passed_as_root_and_only_then():
+    assert ("--allow-root" in _dry_run_lab(ROOT)) == (os.geteuid() == 0)
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return
+    # The same Makefile run by an unprivileged user, from a folder that user can read (the
+    # checkout may sit under /root).
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o755)
+        shutil.copy(ROOT / "Makefile", tmp)
+        for prerequisite in ("pyproject.toml", "constraints.txt"):
+            Path(tmp, prerequisite).touch()
+        nobody = _dry_run_lab(tmp, "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups")
+    assert "jupyter lab" in nobody and "--allow-root" not in nobody

@@ -86,6 +86,13 @@ def test_an_xdist_worker_runs_one_thread_unless_told(monkeypatch, preset, expect
     assert os.environ["OMP_NUM_THREADS"] == expected
 
 
+def test_pytest_nbval_of_notebooks_leaves_the_chinese_copies_out_unless_named():
+    ignore, zh = _root_conftest().pytest_ignore_collect, ROOT / "notebooks" / "zh"
+    assert ignore(zh, SimpleNamespace(args=["notebooks/"])) is True
+    assert ignore(ROOT / "notebooks", SimpleNamespace(args=["notebooks/"])) is None
+    assert ignore(zh, SimpleNamespace(args=[str(zh)])) is None
+
+
 def _code_cells() -> tuple[int, list[str]]:
     """The notebook's number of code cells (nbval's items), and the names nbval gives those
     whose stored output holds a [measured] value (which differs on every run)."""

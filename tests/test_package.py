@@ -215,3 +215,49 @@ def test_the_trainer_stays_small_enough_to_read():
     [cls] = [n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "Trainer"]
     methods = {f.name: f.end_lineno - f.lineno + 1 for f in cls.body if isinstance(f, ast.FunctionDef)}
     assert cls.end_lineno - cls.lineno + 1 <= 150 and max(methods.values()) <= 40, methods
+
+
+# The unit tests no heavier than the code they guard (issue 37, item 7). Unit-test lines: every
+# tests/*.py that `make unit` runs (not a module marked site or slow as a whole), each helper module
+# one of those imports (tests/twin_runner.py), and both conftest.py; guarded: what they test.
+OUT_OF_UNIT = {"site", "slow"}
+
+
+def module_marks(path: Path) -> set[str]:
+    """The markers a module's own ``pytestmark = ...`` names (``pytest.mark.site``: ``site``)."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "pytestmark" for t in node.targets):
+            return {n.attr for n in ast.walk(node.value)
+                    if isinstance(n, ast.Attribute) and getattr(n.value, "attr", None) == "mark"}
+    return set()
+
+
+def unit_test_files(tests: Path) -> list[Path]:
+    helpers = {p.stem: p for p in tests.glob("*.py") if not p.name.startswith("test_") and p.name != "conftest.py"}
+    files = [p for p in sorted(tests.glob("test_*.py")) + [tests / "conftest.py"] if not module_marks(p) & OUT_OF_UNIT]
+    for path in files:  # grows as helpers join: a helper's own imports count too
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) else []
+            files += [helpers[n] for n in names if n in helpers and helpers[n] not in files]
+    return files + [tests.parent / "conftest.py"]
+
+
+def line_count(paths) -> int:
+    return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in paths)
+
+
+def test_the_unit_tests_are_no_heavier_than_the_code_they_guard(tmp_path):
+    guarded = line_count([*PACKAGE.rglob("*.py"), *ROOT.glob("scripts/*.py"), *ROOT.glob("benchmarks/*.py"),
+                          *ROOT.glob("jupyter/labextension/src/*.js")])
+    unit = line_count(unit_test_files(ROOT / "tests"))
+    # planted: site and slow modules and the helper only they import are left out; a unit module's helpers,
+    # and theirs, are in
+    for name, text in {"conftest.py": "", "test_unit.py": "from runner import go\n", "runner.py": "import pages\n",
+                       "pages.py": "", "browser.py": "", "test_slow.py": "pytestmark = pytest.mark.slow\n",
+                       "test_browser.py": "import browser, pages\npytestmark = [pytest.mark.site, MARKS]\n"}.items():
+        (tmp_path / name).write_text(text)
+    assert sorted(p.name for p in unit_test_files(tmp_path)) == ["conftest.py", "conftest.py", "pages.py",
+                                                                 "runner.py", "test_unit.py"]
+    print(f"unit-test lines {unit}, guarded lines {guarded}")
+    assert unit <= guarded, f"unit-test lines {unit} > guarded lines {guarded}: lighten tests/ (CONTRIBUTING.md)"

@@ -1,6 +1,7 @@
 """The page checks of tests/pagecheck.py in a real (headless, offline) Chromium: each failure
 they exist to catch is fed to them on purpose, in a small page or deck written here, and they
-must report exactly that; a small correct deck built by scripts/build_slides.py must pass."""
+must report exactly that; a small correct deck built by scripts/build_slides.py must pass. Its pure
+helpers (links, the pages under a folder) need no browser, but only `make site-check` uses them: here."""
 
 import base64
 import functools
@@ -311,3 +312,29 @@ def test_without_chromium_site_check_stops_with_one_line_and_the_tests_skip(tmp_
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 skipped" in done.stdout and "needs Chromium: apt-get" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
+
+
+# --- the parts without a browser
+
+def test_link_problems_find_missing_files_and_anchors(tmp_path):
+    (tmp_path / "a.html").write_text('<h2 id="x">x</h2><a name="y"></a>', encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "index.html").write_text("", encoding="utf-8")
+    page = tmp_path / "p.html"
+    page.write_text('<p id="here"></p>', encoding="utf-8")
+    url = (tmp_path / "a.html").as_uri()
+    ok = [url, url + "#x", url + "#y", (tmp_path / "sub").as_uri(), page.as_uri() + "#here",
+          page.as_uri() + "#/3/1"]  # the last: a reveal.js slide route
+    assert pagecheck.link_problems(ok, page, ["here"]) == []
+    bad = [url + "#z", (tmp_path / "b.html").as_uri(), page.as_uri() + "#gone"]
+    assert pagecheck.link_problems(bad, page, ["here"]) == [
+        "link to a.html#z: no such anchor", f"broken link to {tmp_path / 'b.html'}",
+        "link to p.html#gone: no such anchor"]
+
+
+def test_pages_under_skips_asset_folders(tmp_path):
+    for name in ["index.html", "01.html", "_static/x.html", "_sources/y.html", "deep/z.html"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("", encoding="utf-8")
+    assert [p.relative_to(tmp_path).as_posix() for p in pagecheck.pages_under(tmp_path)] == \
+        ["01.html", "deep/z.html", "index.html"]

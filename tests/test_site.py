@@ -1,9 +1,10 @@
 """The parts of `make slides` and `make site-check` that need no browser: slide structure,
-the deck files, the vendored packages (scripts/vendor.py) and the page checks' pure helpers
-(tests/pagecheck.py). The site itself: tests/test_site_build.py; the page checks in
-Chromium: tests/test_pages.py and tests/test_built_pages.py."""
+the deck files and the vendored packages (scripts/vendor.py). The site itself:
+tests/test_site_build.py; the page checks (tests/pagecheck.py, the test harness of `make
+site-check`): tests/test_pages.py and tests/test_built_pages.py."""
 
 import json
+import logging
 import re
 import shutil
 import sys
@@ -15,8 +16,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+import build_site  # noqa: E402
 import build_slides  # noqa: E402
-import pagecheck  # noqa: E402
 import vendor  # noqa: E402
 
 
@@ -156,27 +157,20 @@ def test_offline_and_not_cached_is_one_line_and_exit_1(tmp_path, monkeypatch, ca
     assert not (tmp_path / "v" / "installed-package-lock.json").exists()  # not marked installed
 
 
-# tests/pagecheck.py, the parts without a browser
+# the Chinese site's search (issue 36, item 7; the built index: tests/test_chinese_search.py)
 
-def test_link_problems_find_missing_files_and_anchors(tmp_path):
-    (tmp_path / "a.html").write_text('<h2 id="x">x</h2><a name="y"></a>', encoding="utf-8")
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "index.html").write_text("", encoding="utf-8")
-    page = tmp_path / "p.html"
-    page.write_text('<p id="here"></p>', encoding="utf-8")
-    url = (tmp_path / "a.html").as_uri()
-    ok = [url, url + "#x", url + "#y", (tmp_path / "sub").as_uri(), page.as_uri() + "#here",
-          page.as_uri() + "#/3/1"]  # the last: a reveal.js slide route
-    assert pagecheck.link_problems(ok, page, ["here"]) == []
-    bad = [url + "#z", (tmp_path / "b.html").as_uri(), page.as_uri() + "#gone"]
-    assert pagecheck.link_problems(bad, page, ["here"]) == [
-        "link to a.html#z: no such anchor", f"broken link to {tmp_path / 'b.html'}",
-        "link to p.html#gone: no such anchor"]
+def test_the_search_dictionary_keeps_every_glossary_word_whole(tmp_path):
+    import jieba
 
-
-def test_pages_under_skips_asset_folders(tmp_path):
-    for name in ["index.html", "01.html", "_static/x.html", "_sources/y.html", "deep/z.html"]:
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text("", encoding="utf-8")
-    assert [p.relative_to(tmp_path).as_posix() for p in pagecheck.pages_under(tmp_path)] == \
-        ["01.html", "deep/z.html", "index.html"]
+    jieba.setLogLevel(logging.WARNING)
+    words = build_site.search_words()
+    assert {"张量", "优化器", "优化器状态", "算术强度", "步幅", "锁页", "脊点"} <= set(words)
+    assert all(re.search(r"[\u4e00-\u9fff]", w) and " " not in w for w in words), words
+    dictionary = tmp_path / build_site.SEARCH_DICTIONARY
+    dictionary.write_text("".join(f"{w}\n" for w in words), encoding="utf-8")
+    plain, told = jieba.Tokenizer(), jieba.Tokenizer()  # of their own: jieba's global one would reach other tests
+    told.load_userdict(str(dictionary))
+    assert "优化器" not in plain.cut_for_search("每个优化器一个 update")  # what made it unfindable
+    split = [w for w in words if w not in told.cut_for_search(f"这一节讲{w}的代价")]
+    assert not split, f"jieba still cuts these: {split}"
+    assert {"优化", "优化器", "状态"} <= set(told.cut_for_search("优化器状态"))  # its parts stay findable

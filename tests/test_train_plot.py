@@ -1,5 +1,7 @@
 """`python -m lecture_utils.train plot OUT`: a real tiny run's log drawn into OUT/curves.png, and
-every bad OUT answered with one line and exit 2, leaving an existing curves.png alone."""
+every bad OUT answered with one line and exit 2, leaving an existing curves.png alone. The run is
+made by the real training command line, so `make test-slow` (and CI) runs these; plot's help and
+its place as a subcommand are checked in tests/test_train.py."""
 
 import json
 import os
@@ -18,6 +20,7 @@ import pytest  # noqa: E402
 
 from lecture_utils import train  # noqa: E402
 
+pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "LECTURE_DEVICE": "cpu", "MPLBACKEND": "Agg"}
 
@@ -44,7 +47,6 @@ def copy(run, tmp_path):
     return Path(shutil.copytree(run, tmp_path / "run"))
 
 
-@pytest.mark.slow  # the `run` fixture trains through the real command line: make test-slow (CI)
 def test_plot_writes_a_png_of_the_expected_size_and_says_where(copy):
     proc = _cli("plot", str(copy))
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
@@ -53,12 +55,6 @@ def test_plot_writes_a_png_of_the_expected_size_and_says_where(copy):
     assert image.shape == (500, 1500, 4)  # 15 x 5 inches at 100 dpi, RGBA
     assert image[..., :3].std() > 0.05  # something is drawn, not a blank canvas
     assert [p.name for p in copy.iterdir() if ".tmp-" in p.name] == []  # no temporary file left behind
-
-
-def test_help_mentions_plot_and_plot_has_its_own_help(capsys):
-    assert "python -m lecture_utils.train plot OUT" in train.build_parser().format_help()
-    code, out, _ = _plot_in_process(capsys, "--help")
-    assert code == 0 and "OUT/log.jsonl" in out and "OUT/curves.png" in out
 
 
 def _plot_in_process(capsys, *args):
@@ -93,7 +89,6 @@ EDGES = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("edge", EDGES)
 def test_each_bad_run_folder_is_one_line_and_exit_2(copy, capsys, edge):
     damage, expected = EDGES[edge]
@@ -104,7 +99,6 @@ def test_each_bad_run_folder_is_one_line_and_exit_2(copy, capsys, edge):
     assert not (copy / "curves.png").exists()
 
 
-@pytest.mark.slow
 def test_a_failing_plot_leaves_an_existing_png_untouched(copy, capsys):
     assert train.main(["plot", str(copy)]) == 0
     before = (copy / "curves.png").read_bytes()
@@ -112,10 +106,3 @@ def test_a_failing_plot_leaves_an_existing_png_untouched(copy, capsys):
     code, _, err = _plot_in_process(capsys, str(copy))
     assert code == 2 and len(err) == 1
     assert (copy / "curves.png").read_bytes() == before
-
-
-def test_plot_is_only_a_subcommand_in_first_place(capsys, tmp_path):
-    """`--out plot` is still a training run's folder named plot, not the plot command."""
-    with pytest.raises(SystemExit) as exit_:
-        train.main(["--steps", "0", "--out", "plot"])
-    assert exit_.value.code == 2 and "steps must be" in capsys.readouterr().err

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import torch
 
+pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "tests" / "twin_runner.py"
 NAMES = (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()
@@ -50,7 +51,6 @@ def outcome(name: str) -> dict:
     return run_twin(ROOT / "py_src" / f"{name}.py", WEAK.get(name, []))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_a_notebook_runs_twice_in_one_kernel_and_its_solutions_are_right(name):
     report = outcome(name)  # the runner exits nonzero if either run raises
@@ -60,7 +60,6 @@ def test_a_notebook_runs_twice_in_one_kernel_and_its_solutions_are_right(name):
         assert len(lines) == solution["calls"] and all("is right" in line for line in lines), (name, solution)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(WEAK))
 def test_every_check_under_a_weak_claim_fails_when_a_wrong_value_is_planted(name):
     claims = WEAK[name]
@@ -75,7 +74,6 @@ def test_every_check_under_a_weak_claim_fails_when_a_wrong_value_is_planted(name
         assert all(r["planted_checks_failed"]), f"{where}: a planted wrong value passed {r['planted_checks_failed']}"
 
 
-@pytest.mark.slow
 def test_the_runner_plants_runs_solutions_and_reruns(tmp_path):
     (tmp_path / "py_src").mkdir()
     (tmp_path / "notebooks").mkdir()
