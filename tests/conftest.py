@@ -14,6 +14,7 @@ pytest-xdist 3.8 renames ``item._nodeid``, which pytest 9.2 no longer reads: the
 are silently ignored and a notebook's cells would be split across workers.)
 """
 
+import os
 import shutil
 
 import pytest
@@ -36,6 +37,10 @@ def _rank(item) -> int:
 
 
 def pytest_collection_modifyitems(config, items):
+    mutant = os.environ.get("MUTANT_UNDER_TEST", "")  # make mutation: mutmut runs one mutant's tests, with -x
+    if mutant.startswith("lecture_utils."):  # the mutated module's own tests first: a killed mutant stops sooner
+        module = f"test_{mutant.split('.')[1]}"
+        items.sort(key=lambda item: not item.path.stem.startswith(module))
     if not hasattr(config, "workerinput"):  # a serial run keeps the collection order
         return
     items.sort(key=_rank)  # stable: each module's and notebook's own order is kept

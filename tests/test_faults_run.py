@@ -153,6 +153,7 @@ def test_a_log_that_is_a_folder_is_named_as_one_by_the_trainer_and_by_plot(tmp_p
 # --- item 18: a resumed run keeps its own warm-up, even above a shorter --steps
 
 
+@pytest.mark.slow  # two trainer runs and a resume: make test-slow (CI)
 def test_resume_with_fewer_steps_than_the_runs_warmup_keeps_the_runs_own_schedule(tmp_path, capsys, monkeypatch):
     from lecture_utils import train
 

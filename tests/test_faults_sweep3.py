@@ -133,6 +133,7 @@ def test_a_signal_during_validation_ends_it_within_a_batch_and_saves_the_step(tm
     assert [("val_loss" in r) for r in _log(out)] == [False, False, False, True]
 
 
+@pytest.mark.slow  # two trainer runs and a resume: make test-slow (CI)
 def test_a_signal_between_micro_batches_drops_the_step_and_the_resume_is_bit_exact(tmp_path, capsys, monkeypatch):
     args = ("--steps", "5", "--warmup", "1", "--accum", "4")
     full, out, draws = tmp_path / "full", tmp_path / "R", []
