@@ -21,6 +21,11 @@ PAIRS = {
     "adamw": (optim.AdamW, torch.optim.AdamW, {}, {}),  # both default weight_decay=0.01
     "adamw-betas": (optim.AdamW, torch.optim.AdamW, {"lr": 3e-3, "betas": (0.8, 0.95), "weight_decay": 0.1},
                     {"lr": 3e-3, "betas": (0.8, 0.95), "weight_decay": 0.1}),
+    # every default as torch.optim's (Momentum's 0.9 is the lesson's; torch's SGD has momentum 0)
+    **{f"{name}-defaults": (ours, theirs, {}, kw) for name, ours, theirs, kw in [
+        ("sgd", optim.SGD, torch.optim.SGD, {}), ("momentum", optim.Momentum, torch.optim.SGD, {"momentum": 0.9}),
+        ("adagrad", optim.AdaGrad, torch.optim.Adagrad, {}), ("rmsprop", optim.RMSProp, torch.optim.RMSprop, {}),
+        ("adam", optim.Adam, torch.optim.Adam, {})]},
 }
 
 
