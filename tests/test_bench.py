@@ -112,6 +112,7 @@ def test_an_unknown_gpu_or_a_mac_has_no_peak_never_a_measured_one(monkeypatch):
 @pytest.mark.parametrize(("achieved", "kind", "text"), [
     (0.5e12, "nominal", "MFU 0.50"),
     (0.999e12, "datasheet", "MFU 1.00"),  # rounds up in print, and is still below the peak
+    (1e12, "datasheet", "no MFU: 1.00x the datasheet peak: the FLOP count is too high"),  # the peak itself
     (1.2e12, "nominal", "no MFU: 1.20x the nominal peak, which is too low: the cores run above the clock the OS reports"),
     (2e12, "datasheet", "no MFU: 2.00x the datasheet peak: the FLOP count is too high"),
 ])
@@ -119,40 +120,33 @@ def test_mfu_is_achieved_over_the_peak_and_never_one_or_more(achieved, kind, tex
     assert bench.mfu_text(achieved, bench.Peak(1e12, "a peak", kind)) == text
 
 
-def _conditions(monkeypatch, capsys, *timings, others=0.0, load=0.1, rising=()):
-    cores = hardware.cpu_spec().physical_cores
-    monkeypatch.setattr(bench.psutil, "cpu_percent", lambda interval: 100 * others / (bench.psutil.cpu_count() or cores))
-    monkeypatch.setattr(bench.psutil, "getloadavg", lambda: (load, load, load))
+def _conditions(monkeypatch, capsys, *timings, percent=0.0, load=0.1, rising=()):
+    """On a fake machine of 4 cores, 8 logical CPUs: psutil's busy percent (sampled over 0.2 s) and 1-minute load."""
+    monkeypatch.setattr(bench, "cpu_spec", lambda: hardware.CpuSpec(4, None, "AVX2", 2, 8, hardware.MappingProxyType({}), ""))
+    monkeypatch.setattr(bench.psutil, "cpu_count", lambda: 8)
+    monkeypatch.setattr(bench.psutil, "cpu_percent", lambda interval: {0.2: percent}[interval])
+    monkeypatch.setattr(bench.psutil, "getloadavg", lambda: (load, 9.0, 9.0))
     trusted = bench.conditions(*timings, rising=rising)
     return trusted, capsys.readouterr().out
 
 
-def test_quiet_conditions_are_reliable_and_say_so(monkeypatch, capsys):
-    trusted, out = _conditions(monkeypatch, capsys, bench.Timing(1.0, 0.04, 1))
-    assert trusted and out.startswith("[measured] timing conditions: reliable (0.0 of ")
-    assert out.rstrip().endswith("spreads within ±2%)")
+T, UNRELIABLE = bench.Timing, "UNRELIABLE, the figures above may mislead: "
 
 
-@pytest.mark.parametrize(("kwargs", "reason"), [
-    ({"load": 99.0}, "load average 99.0 > "),
-    ({"timings": (bench.Timing(1.0, 0.8, 1),)}, "a spread of ±40%"),
-    ({"rising": (10.0, 20.0, 5.0)}, "a larger size ran 4x slower than a smaller one"),
+@pytest.mark.parametrize(("timings", "kwargs", "line"), [
+    ((T(1.0, 0.04, 1),), {}, "reliable (0.0 of 4 cores busy elsewhere, load 0.1, spreads within ±2%)"),
+    ((), {"percent": 37.5}, "reliable (3.0 of 4 cores busy elsewhere, load 0.1, spreads within ±0%)"),  # 1 thread
+    ((T(1.0, 0.5, 4),), {"percent": 3.125, "load": 4.0, "rising": (15.0, 10.0, 12.0)},  # every limit met, none passed
+     "reliable (0.2 of 4 cores busy elsewhere, load 4.0, spreads within ±25%)"),
+    ((T(1.0, 0.0, 1),), {"percent": 12.5}, "reliable (1.0 of 4 cores busy elsewhere, load 0.1, spreads within ±0%)"),
+    ((T(1.0, 0.0, 4),), {"percent": 12.5}, UNRELIABLE + "other processes busy on 1.0 of 4 cores, 4 threads timed"),
+    ((T(1.0, 0.8, 1),), {"percent": 100.0, "load": 5.0, "rising": (10.0, 20.0, 5.0)},
+     UNRELIABLE + "other processes busy on 8.0 of 4 cores, 1 thread timed; load average 5.0 > 4 cores; "
+                  "a spread of ±40%; a larger size ran 4x slower than a smaller one"),
 ])
-def test_unreliable_conditions_say_why_and_return_false(monkeypatch, capsys, kwargs, reason):
-    kwargs = dict(kwargs)  # the parameter's own dict stays whole for the next run in this process
-    timings = kwargs.pop("timings", (bench.Timing(1.0, 0.0, 1),))
-    trusted, out = _conditions(monkeypatch, capsys, *timings, **kwargs)
-    assert not trusted and out.startswith("[measured] timing conditions: UNRELIABLE, the figures above may mislead: ")
-    assert reason in out
-
-
-def test_a_core_busy_elsewhere_makes_an_all_core_timing_unreliable_not_a_one_thread_one(monkeypatch, capsys):
-    cores = hardware.cpu_spec().physical_cores
-    busy = bench.Timing(1.0, 0.0, cores)
-    trusted, out = _conditions(monkeypatch, capsys, busy, others=1.0)
-    assert not trusted and f"other processes busy on 1.0 of {cores} cores, {cores} threads timed" in out
-    if cores >= 2:  # one free core is enough for a one-thread timing
-        assert _conditions(monkeypatch, capsys, bench.Timing(1.0, 0.0, 1), others=1.0)[0]
+def test_the_conditions_line_says_whether_timings_can_be_trusted_and_why(monkeypatch, capsys, timings, kwargs, line):
+    assert _conditions(monkeypatch, capsys, *timings, **kwargs) == (
+        line.startswith("reliable"), f"[measured] timing conditions: {line}\n")
 
 
 def test_timing_leaves_the_global_random_generator_alone():

@@ -89,6 +89,9 @@ def test_the_notes_version_misses_the_last_window():
     assert sorted(set(x_notes[:, 0].tolist())) == [0, 1, 2, 3, 4]
     assert sorted(set(x[:, 0].tolist())) == [0, 1, 2, 3, 4, 5]
     assert (int(y_notes.max()), int(y.max())) == (8, 9)  # only get_batch ever predicts the last token
+    assert x_notes.dtype == y_notes.dtype == torch.int64  # token ids, as F.cross_entropy and nn.Embedding take
+    both = (*get_batch_lecture(toy, 2, 4, "meta"), *get_batch_simple(toy, 2, 4, "meta"))
+    assert {t.device.type for t in both} == {"meta"}  # x and y alike, on the device asked for
     with pytest.raises(RuntimeError):  # randint(0): one valid window, and the notes' range is empty
         get_batch_lecture(toy[:5], 1, 4, "cpu")
     assert get_batch(toy[:5], 1, 4, "cpu")[0].tolist() == [[0, 1, 2, 3]]

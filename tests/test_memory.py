@@ -36,7 +36,7 @@ FLOATS = ["float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
 )
 def test_dtype_layout_matches_the_format_specs(name, layout, n_bytes, max_value):
     info = dtype_info(name)
-    assert (info.sign_bits, info.exponent_bits, info.mantissa_bits) == layout
+    assert info.name == name and (info.sign_bits, info.exponent_bits, info.mantissa_bits) == layout
     assert info.bits == sum(layout) == 8 * info.bytes
     assert info.bytes == n_bytes
     assert info.max == max_value
@@ -67,13 +67,15 @@ def test_fp16_facts_from_the_lecture():
     assert bf16.smallest_normal == dtype_info("float32").smallest_normal  # same range
 
 
-@pytest.mark.parametrize(("name", "bits", "sign", "max_value"),
-                         [("int64", 64, 1, 2**63 - 1), ("uint16", 16, 0, 65535), ("int8", 8, 1, 127)])
-def test_integer_dtypes(name, bits, sign, max_value):
+@pytest.mark.parametrize(("name", "bits", "sign", "value_bits", "max_value"),  # bool: one value bit in a byte
+                         [("int64", 64, 1, 63, 2**63 - 1), ("uint16", 16, 0, 16, 65535), ("int8", 8, 1, 7, 127),
+                          ("bool", 8, 0, 1, 1)])
+def test_integer_dtypes(name, bits, sign, value_bits, max_value):
     info = dtype_info(name)
-    assert (info.bits, info.sign_bits, info.exponent_bits) == (bits, sign, 0)
+    assert (info.name, info.bits, info.bytes) == (name, bits, bits // 8)
+    assert (info.sign_bits, info.exponent_bits, info.mantissa_bits) == (sign, 0, value_bits)
     assert info.max == max_value and isinstance(info.max, int)  # exact, not a rounded float
-    assert info.eps is None and info.smallest_subnormal is None
+    assert info.eps is None and info.smallest_normal is None and info.smallest_subnormal is None
 
 
 @pytest.mark.parametrize(("alias", "dtype"), [("fp16", torch.float16), ("BF16", torch.bfloat16),
@@ -151,6 +153,7 @@ def test_tensor_bytes_refuses_what_would_give_a_wrong_number(args, error, match)
         (80 * 2**30, "85.9 GB (80 GiB)"),
         (70e9 * 16, "1.12 TB (1.02 TiB)"),
         (1e18, "1 EB (888 PiB)"),
+        (5e6, "5 MB (4.77 MiB)"), (2e15, "2 PB (1.78 PiB)"), (2**61, "2.31 EB (2 EiB)"),
     ],
 )
 def test_format_bytes_says_both_units(n, text):

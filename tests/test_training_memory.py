@@ -87,7 +87,8 @@ def test_no_grad_saves_nothing():
 def test_total_and_state_copies():
     m = TrainingMemory(params=4, grads=4, optimizer_state=8, activations=3)
     assert m.total == 19
-    assert OPTIMIZER_STATE_COPIES == {"sgd": 0, "momentum": 1, "adagrad": 1, "rmsprop": 1, "adam": 2, "adamw": 2}
+    copies = {"sgd": 0, "momentum": 1, "adagrad": 1, "rmsprop": 1, "adam": 2, "adamw": 2}
+    assert OPTIMIZER_STATE_COPIES == copies and repr(OPTIMIZER_STATE_COPIES) == repr(copies)  # as a notebook shows it
     from lecture_utils.optim import OPTIMIZERS
 
     assert list(OPTIMIZERS) == list(OPTIMIZER_STATE_COPIES) == list(OPTIMIZERS_UNDER_TEST)
@@ -101,15 +102,15 @@ def test_peak_formula_composition():
     assert mlp_peak_bytes(n_layers=L, width=D, batch=B, optimizer="sgd") == expected - 2 * params - 4 * (L + 1)
 
 
-@pytest.mark.parametrize(("call", "error"), [
-    (lambda: predict_training_memory(Cruncher(4, 1), optimizer="lion"), ValueError),  # name lookups
-    (lambda: predict_training_memory(Cruncher(4, 1), optimizer=None), TypeError),
-    (lambda: mlp_peak_bytes(n_layers=1, width=4, batch=4, optimizer="adamax"), ValueError),
-    (lambda: mlp_activation_bytes(n_layers=1, width=4, batch=4, dtype="float9"), ValueError),
-    (lambda: mlp_activation_bytes(n_layers=-2, width=4, batch=4), AssertionError),  # a negative count
+@pytest.mark.parametrize(("call", "error", "match"), [
+    (lambda: predict_training_memory(Cruncher(4, 1), optimizer="lion"), ValueError, "unknown optimizer 'lion'"),
+    (lambda: predict_training_memory(Cruncher(4, 1), optimizer=None), TypeError, "optimizer must be a str"),
+    (lambda: mlp_peak_bytes(n_layers=1, width=4, batch=4, optimizer="adamax"), ValueError, "unknown optimizer 'adamax'"),
+    (lambda: mlp_activation_bytes(n_layers=1, width=4, batch=4, dtype="float9"), ValueError, "unknown dtype 'float9'"),
+    (lambda: mlp_activation_bytes(n_layers=-2, width=4, batch=4), AssertionError, "sizes must be >= 0"),
 ])
-def test_bad_names_and_counts_are_refused(call, error):
-    with pytest.raises(error):
+def test_bad_names_and_counts_are_refused(call, error, match):
+    with pytest.raises(error, match=match):
         call()
 
 
