@@ -1,16 +1,22 @@
 import math
+import numbers
+import warnings
 
 import numpy as np
 import pytest
 import torch
 
 from lecture_utils.checks import check, measured
-from lecture_utils.exercises import ANSWERS
+from lecture_utils.exercises import ANSWERS, check_answer
 
 
 def test_check_prints_one_line_on_success(capsys):
     check("sum", 1 + 1, 2)
     assert capsys.readouterr().out == "✓ sum: 2\n"
+    check("array", np.arange(3), np.arange(3))  # as numpy writes it; a repr of 200 characters whole, of 201 cut
+    check("s", "a" * 198, "a" * 198)
+    check("s", "a" * 199, "a" * 199)
+    assert capsys.readouterr().out == f"✓ array: [0 1 2]\n✓ s: '{'a' * 198}'\n✓ s: '{'a' * 196}...\n"
 
 
 def test_a_huge_integer_prints_as_a_person_reads_it_and_is_still_compared_exactly(capsys):
@@ -18,6 +24,10 @@ def test_a_huge_integer_prints_as_a_person_reads_it_and_is_still_compared_exactl
     assert capsys.readouterr().out == "✓ 6ND (FLOPs): 6.3e+24 (an exact integer)\n"
     check("below 1e15 it is written out", 10**15 - 1, 10**15 - 1)
     assert capsys.readouterr().out == "✓ below 1e15 it is written out: 999999999999999\n"
+    for n, shown in [(10**15, "1e+15 (an exact integer)"), (2**2000, "about 10**602 (an exact integer of 2,001 bits)"),
+                     (-2**2003, "about -10**602 (an exact integer of 2,004 bits)")]:  # both 603 digits long
+        check("n", n, n)
+        assert capsys.readouterr().out == f"✓ n: {shown}\n"
     with pytest.raises(AssertionError):
         check("one more FLOP is a different number", 6 * 10**24 + 1, 6 * 10**24)
 
@@ -37,6 +47,9 @@ def test_a_huge_integer_prints_as_a_person_reads_it_and_is_still_compared_exactl
         (torch.tensor([1.0], dtype=torch.float64), torch.tensor([1.0 + 1e-6], dtype=torch.float64), {"rel": 1e-5}),
         (np.array([1.0, 2.0]), np.array([1.0, 2.0]), {}),
         (np.ones(2), np.ones(2) + 1e-6, {"abs": 1e-5}),
+        (100.0, 101.0, {"rel": 0.02}), (np.ones(2), np.ones(2) + 1e-9, {"rel": 1e-6}),  # rel alone is honoured
+        (torch.tensor([math.nan, 1.0]), torch.tensor([math.nan, 1.0]), {"rel": 1e-6}),  # nan is nan, as exactly
+        (np.array([math.nan, 1.0]), np.array([math.nan, 1.0]), {"abs": 1e-6}),
     ],
 )
 def test_check_accepts_equal_values(got, expected, kw, capsys):
@@ -59,6 +72,7 @@ def test_check_accepts_equal_values(got, expected, kw, capsys):
         (torch.tensor([1.0]), torch.tensor([1.0 + 1e-6]), {"rel": 1e-9}),  # in float32 1 + 1e-6 is 1 + 8 ulp, still not 1
         (np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-12]), {}),  # exact for numpy means exact
         (np.ones(2), np.ones(2) + 1e-6, {"abs": 1e-9}),
+        (math.nan, 1.0, {}), (np.array([2**53 + 1]), np.array([2**53]), {}),  # exact: no float64 in between
     ],
 )
 def test_check_fails_loudly_with_both_values(got, expected, kw, capsys):
@@ -72,13 +86,17 @@ def test_check_fails_loudly_with_both_values(got, expected, kw, capsys):
 def test_check_refuses_a_tolerance_it_would_silently_ignore(capsys):
     with pytest.raises(AssertionError, match="tolerances need numbers"):
         check("x", "a", "a", rel=0.1)
+    with pytest.raises(AssertionError, match="^rel/abs tolerances need numbers or tensors, got str$"):
+        check("x", "3", 3, rel=0.1)
     assert capsys.readouterr().out == ""
 
 
 def test_measured_prefix_is_what_the_sanitizer_masks(capsys):
     measured("matmul time", 0.0123456, "s")
     measured("device name", "NVIDIA H200")
-    assert capsys.readouterr().out == "[measured] matmul time: 0.0123 s\n[measured] device name: NVIDIA H200\n"
+    measured("copy", 2.5, "GB/s", ref="copy-fp32")
+    assert capsys.readouterr().out == ("[measured] matmul time: 0.0123 s\n[measured] device name: NVIDIA H200\n"
+                                       "[measured] copy: 2.5 GB/s  [ref copy-fp32]\n")
 
 
 def test_tolerant_tensor_checks_print_no_machine_dependent_digits(capsys):
@@ -123,6 +141,7 @@ def test_check_answer_says_not_answered_right_or_not_right_and_never_raises(caps
 @pytest.mark.parametrize(("answer", "hint"), [
     (10e9, "off by a factor of 2"), (2.5e9, "off by a factor of 2"), (40e9, "off by a factor of 8"),
     (5e6, "off by a factor of 1000"), (5e9 * 2**30 / 1e9, "GiB versus GB"), (5e18, "a billion"),
+    (10.04e9, "off by a factor of 2"), (0, " (the hidden solution below explains it)\n"),  # within rel=0.01; 0 is no factor
 ])
 def test_a_classic_mistake_gets_a_hint_never_the_answer(capsys, monkeypatch, answer, hint):
     from lecture_utils import exercises
@@ -143,6 +162,8 @@ def test_a_generic_factor_hint_fires_only_where_the_answer_opts_in(capsys, monke
     monkeypatch.setitem(exercises.ANSWERS, "bytes", exercises.Answer(12, factors=True))
     exercises.check_answer("bytes", 3)
     assert "float32's 4 bytes" in capsys.readouterr().out
+    exercises.check_answer("bytes", torch.tensor([3]))  # a tensor, not a number: no factor names its mistake
+    assert capsys.readouterr().out == "✗ bytes: tensor([3]) is not right yet (the hidden solution below explains it)\n"
     exercises.check_answer("Q5, stride[0] that view(-1) needs", 3)  # the real one: its own hint
     assert "x.T's stride[1] is 4" in capsys.readouterr().out
 
@@ -170,7 +191,7 @@ def test_check_with_raises_returns_the_error_and_fails_when_nothing_or_something
 
     err = check("view of a transpose", lambda: torch.zeros(3, 4).T.view(12), raises=RuntimeError)
     assert isinstance(err, RuntimeError) and capsys.readouterr().out == "✓ view of a transpose: raises RuntimeError\n"
-    with pytest.raises(AssertionError, match="returned"):
+    with pytest.raises(AssertionError, match="\n    returned: 1$"):
         check("no error", lambda: 1, raises=ValueError)
     with pytest.raises(AssertionError, match="raised:   KeyError"):
         check("another error", lambda: {}["x"], raises=ValueError)
@@ -186,6 +207,7 @@ def test_check_with_raises_returns_the_error_and_fails_when_nothing_or_something
     (torch.tensor(99_999.0, dtype=torch.float16), 123_456),  # an author's check: inf and inf
     (torch.tensor(2**53 + 1), torch.tensor(2.0**53, dtype=torch.float64)),  # float64 cannot hold 2**53 + 1
     (np.ma.masked_array(12, mask=True), 12), (np.ma.masked_array([12, 3], mask=[True, False]), np.array([12, 3])),
+    (np.array([12, 3]), np.ma.masked_array([12, 3], mask=[True, False])),
 ])
 def test_an_exact_check_never_squeezes_the_expected_value_into_the_answers_dtype(got, expected, capsys):
     with pytest.raises(AssertionError):
@@ -199,6 +221,8 @@ def test_an_exact_check_never_squeezes_the_expected_value_into_the_answers_dtype
     (torch.tensor([1, 2], dtype=torch.int8), torch.tensor([1.0, 2.0], dtype=torch.float16)),
     (np.array(np.inf, dtype=np.float16), math.inf), (np.ma.masked_array(12, mask=False), 12),
     (torch.tensor(0.1, dtype=torch.float64), 0.1),  # a Python float is a float64: never rounded to float32
+    (torch.tensor(1 + 2j, dtype=torch.complex64), 1 + 2j), (torch.tensor(2**53 + 1, dtype=torch.uint64), 2**53 + 1),
+    (torch.tensor(2**53 + 1), torch.tensor(2**53 + 1, dtype=torch.uint64)),  # an int64 is no float64
 ])
 def test_an_exact_check_accepts_the_same_value_in_another_dtype(got, expected, capsys):
     check("value", got, expected)
@@ -207,7 +231,7 @@ def test_an_exact_check_accepts_the_same_value_in_another_dtype(got, expected, c
 
 # value, dtype: every pair of the grid, against Python's own exact comparison of int and float (an oracle
 # that casts nothing): right exactly when the tensor's value, read back, is the number itself
-GRID = [0, 1, 12, 3.5, 0.1, 65_504, 65_536, 76_219, 76_293, 720_896, 2**24 + 1, 2**53 + 1, -3, math.inf]
+GRID = [0, 1, 12, 3.5, 0.1, 65_504, 65_536, 76_219, 76_293, 720_896, 2**24 + 1, 2**53 + 1, -3, math.inf, -2**63]
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int64, torch.uint8,
           torch.bool]
 
@@ -235,13 +259,17 @@ def test_a_failed_check_says_when_the_dtype_rounded_the_expected_value():
         "    note:     torch.float16 rounds the expected value to this: compute in a wider dtype")
     with pytest.raises(AssertionError) as err:
         check("a plain miss", torch.tensor(3.0), 4)
-    assert "note:" not in str(err.value)
+    assert str(err.value) == "✗ a plain miss (exact)\n    got:      tensor(3.)\n    expected: 4"
+    with pytest.raises(AssertionError) as err:
+        check("within 1", 100.0, 102.0, abs=1.0)
+    assert str(err.value) == "✗ within 1 (rel=0, abs=1.0)\n    got:      100.0\n    expected: 102.0"
 
 
 def test_rounded_by_names_the_dtype_that_rounded_a_value_and_nothing_else():
     from lecture_utils.checks import rounded_by
 
     assert rounded_by(torch.tensor(76_293.0, dtype=torch.bfloat16), 76_293) == "torch.bfloat16"
+    assert rounded_by(torch.tensor(2049.0, dtype=torch.float16), 2049) == "torch.float16"  # 11 bits: 2048, 1 off
     assert rounded_by(torch.tensor(True), 12) == "torch.bool"
     assert rounded_by(np.array(np.inf, dtype=np.float16), 720_896) == "float16"
     assert rounded_by(torch.tensor(76_293.0), 76_293) is None  # float32 holds it: nothing rounded
@@ -249,6 +277,7 @@ def test_rounded_by_names_the_dtype_that_rounded_a_value_and_nothing_else():
     assert rounded_by(76_288, 76_293) is None and rounded_by(torch.tensor(1.0), "abc") is None
 
 
+@numbers.Real.register  # it claims to be a number: a hint's arithmetic meets it too
 class _Hostile:
     """An answer whose comparison, truth value or text raises, as an object a student hands in may."""
 
@@ -279,12 +308,14 @@ def test_check_answer_never_raises_whatever_object_it_gets(capsys, fails, name):
 
     assert check_answer(name, _Hostile(fails)) is None
     out = capsys.readouterr().out
-    assert out.startswith(f"✗ {name}: ") and out.count("\n") == 1 and "is not right yet" in out
+    shown = "a _Hostile that cannot be shown" if fails == "repr" else "<hostile>"
+    assert out == f"✗ {name}: {shown} is not right yet (the hidden solution below explains it)\n"
 
 
 @pytest.mark.parametrize(("name", "answer", "hint"), [
     ("Q5, stride[0] that view(-1) needs", torch.tensor(True), "a bool is True or False, not a number"),
-    ("Q1, forward FLOPs", torch.tensor(720_896.0).half(), "torch.float16 holds this answer only rounded"),
+    ("Q1, forward FLOPs", torch.tensor(720_896.0).half(), "torch.float16 holds this answer only rounded (or, past its "
+     "range, as inf): compute it in float64 or int64, or give a Python number\n"),
     ("E6.2 3. batches in 80 GB", torch.tensor(76_219.0, dtype=torch.bfloat16), "torch.bfloat16 holds this answer"),
     ("E6.2 3. batches in 80 GB", torch.tensor(76_293.0, dtype=torch.bfloat16), "torch.bfloat16 holds this answer"),
     ("Q1, forward FLOPs", np.array(np.inf, dtype=np.float16), "float16 holds this answer only rounded"),
@@ -334,3 +365,15 @@ def test_measured_prints_a_timings_spread_and_threads_beside_the_value(capsys):
     assert capsys.readouterr().out.splitlines() == [
         "[measured] a copy: 1.25 GB/s ±4% (1 thread)", "[measured] their ratio: 2 ±14% (1 thread)",
         "[measured] on every core: 3 ms ±0% (4 threads)"]
+
+
+def test_a_check_casts_and_divides_without_a_warning_of_its_own(capsys):
+    torch.set_warn_always(True)  # torch says a cast drops an imaginary part once a process: here, each time
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check("tight", torch.tensor(0.1, dtype=torch.float64), 0.1, rel=1e-12)  # 0.1 is no complex to cast back
+        check_answer("Q1, forward FLOPs", np.array(np.inf, dtype=np.float16))  # 720,896 overflows float16
+        check_answer("Q2, 1.0 x 2**16 in fp16", np.array(12))  # inf into int64 is an invalid cast
+        check_answer("Q2, gradients lost in bf16", np.float64(3.0))  # numpy warns on 3 / 0
+    torch.set_warn_always(False)
+    assert [str(w.message) for w in caught] == [] and capsys.readouterr().out.count("\n") == 4
