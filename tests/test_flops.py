@@ -101,6 +101,8 @@ def test_transformer_flops_equals_flop_counter_on_the_model(name, overrides, bat
 
 def test_breakdown_parts_and_defaults():
     parts = transformer_flops_breakdown(n_layers=2, d_model=8, n_heads=2, seq_len=4, vocab_size=10)
+    assert parts == {"qkv projections": 2 * 1536, "attention scores (QK^T)": 2 * 256, "attention weighted sum (AV)":
+                     2 * 256, "output projection": 2 * 512, "MLP up": 2 * 2048, "MLP down": 2 * 2048, "unembedding": 640}
     assert parts["MLP up"] == 2 * 2 * 4 * 8 * 32  # d_ff defaults to 4 * d_model
     assert parts["attention scores (QK^T)"] == parts["attention weighted sum (AV)"] == 2 * 2 * 4 * 4 * 8
     assert parts["unembedding"] == 2 * 4 * 8 * 10
