@@ -7,8 +7,11 @@ such counter, the allocation events of ``torch.profiler`` (``profile_memory=True
 its CPU allocator reports one by one. A measurement, not a sum of ``numel * element_size``:
 it sees the copies, temporaries and rounding that a prediction may miss.
 
-On a CPU the profiler knows only the blocks it saw allocated: a tensor made before the block and
-freed inside it is not subtracted (torch warns on stderr). Measure blocks that free nothing older.
+On a CPU only what the block allocated is counted: the blocks it allocated and still holds at its
+end. A tensor made before the block and freed inside it is not subtracted (before any profile, torch
+warns on stderr that it cannot size it), so a notebook cell run again, whose names rebound inside the
+block free the tensors of its previous run, measures the same bytes each time. CUDA's and MPS's
+counters subtract such a free: there, measure blocks that free nothing older.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 
 import torch
+from torch._C._profiler import _EventType
 from torch.profiler import ProfilerActivity, profile
 
 from lecture_utils.device import as_device
@@ -57,5 +61,24 @@ class Allocated:
             self.bytes = self._now() - self._start
             return
         self._profile.__exit__(*exc)
-        # each allocation is a positive event and each free a negative one, of its own bytes
-        self.bytes = sum(event.self_cpu_memory_usage for event in self._profile.events())
+        self.bytes = sum(_held(self._profile).values())
+
+
+def _held(prof) -> dict[int, int]:
+    """The CPU blocks allocated inside ``prof`` and not freed inside it: address -> bytes. Each
+    allocation is an event with its address and a positive size, each free one with a negative size;
+    a free of a block allocated before (which the profiler may still size) is not the block's."""
+    events, todo = [], list(prof.profiler.kineto_results.experimental_event_tree())
+    while todo:
+        event = todo.pop()
+        todo.extend(event.children)
+        if event.tag == _EventType.Allocation and event.extra_fields.device.type == "cpu":
+            events.append(event)
+    held: dict[int, int] = {}
+    for event in sorted(events, key=lambda e: e.start_time_ns):
+        fields = event.extra_fields
+        if fields.alloc_size > 0:
+            held[fields.ptr] = fields.alloc_size
+        else:
+            held.pop(fields.ptr, None)
+    return held

@@ -59,12 +59,12 @@ from lecture_utils.allocator import Allocated
 w = torch.zeros(32, 32)  # on the CPU, the default device: 32 * 32 * 4 = 4096 bytes
 with Allocated(device) as grown:
     moved, created = w.to(device), torch.zeros(32, 32, device=device)
-with Allocated(device) as cast:
+with Allocated(device) as to_bf16:
     half = created.to(torch.bfloat16)
 check("bytes each holds on the device: numel × element_size", [t.untyped_storage().nbytes() for t in (moved, created, half)], [4096, 4096, 2048])
 predicted = (4096 * (1 if moved is w else 2), 32 * 32 * 2)  # on the CPU, w.to(device) is w itself: nothing copied
-measured("bytes allocated: moving and creating, then the cast", f"{grown.bytes:,} and {cast.bytes:,} (predicted {predicted[0]:,} and {predicted[1]:,}; {grown.counter})")
-assert (grown.bytes, cast.bytes) == predicted, (grown.bytes, cast.bytes)
+measured("bytes allocated: moving and creating, then the cast", f"{grown.bytes:,} and {to_bf16.bytes:,} (predicted {predicted[0]:,} and {predicted[1]:,}; {grown.counter})")
+assert (grown.bytes, to_bf16.bytes) == predicted, (grown.bytes, to_bf16.bytes)
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: a slice keeps its parent's storage alive

@@ -349,9 +349,10 @@ def matmul_flops(b, d, k):
 
 
 # %% tags=["claim-S16"]
+from lecture_utils.flops import count_flops
+
 X, W = torch.randn(64, 128), torch.randn(128, 32)
-check("(64x128) @ (128x32): FlopCounterMode's count == 2BDK",
-      count_flops(torch.matmul, X, W, backward=False).forward, matmul_flops(64, 128, 32))
+check("(64x128) @ (128x32): FlopCounterMode's count == 2BDK", count_flops(torch.matmul, X, W, backward=False).forward, matmul_flops(64, 128, 32))
 check("(4, 8, 16, 32) @ (32, 2) == 2BDK with B = 4*8*16", count_flops(
       torch.matmul, torch.randn(4, 8, 16, 32), torch.randn(32, 2), backward=False).forward, matmul_flops(4 * 8 * 16, 32, 2))
 
@@ -729,7 +730,7 @@ for dt in MFU_DTYPES:
         rates_by_dtype[dt][size] = matmul_flops(size, size, size) / sweep_timings[-1].median
         measured(f"  {dt} {size}^3 matmul", f"{rates_by_dtype[dt][size] / 1e12:.3g} TFLOP/s, "
                  f"{mfu_text(rates_by_dtype[dt][size], dt_peak)}", per_device=True)
-conditions(*sweep_timings)
+sweep_reliable = conditions(*sweep_timings)  # its line printed; the value is not shown
 
 # %% [markdown] slideshow={"slide_type": "skip"} tags=["deeper"]
 # The timings taken so far, as one picture: achieved FLOP/s against matmul size, one line
@@ -820,7 +821,7 @@ for s, rate in tile_rates.items():  # per_device: the pair and dtype differ on a
     measured(f"{tile_dtype} {s}^3 matmul", rate / 1e9, "GFLOP/s", per_device=True, spread=tile_timings[s])
 measured(f"{pair[0]} / {pair[1]} throughput (1 = no penalty)",
          tile_rates[pair[0]] / tile_rates[pair[1]], per_device=True, spread=tuple(tile_timings.values()))
-conditions(*tile_timings.values())
+tile_reliable = conditions(*tile_timings.values())  # its line printed; the value is not shown
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What to remember

@@ -60,9 +60,10 @@ check("no .grad for the data x, nor for y (not a leaf)", (x.grad, y.is_leaf), (N
 # forgets `zero_grad()`:
 
 # %% tags=["claim-S21"]
-(0.5 * (x * w - 5) ** 2).backward()  # a second forward and backward, without zeroing
+w.grad = None                          # what optimizer.zero_grad() does by default
+for _ in range(2):                     # two forward and backward passes, without zeroing between
+    (0.5 * (x * w - 5) ** 2).backward()
 check("w.grad after two backward() calls: 6 + 6", w.grad.item(), 12.0)
-w.grad = None                         # what optimizer.zero_grad() does by default
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: what autograd keeps, and why a graph runs backward once
@@ -74,6 +75,7 @@ w.grad = None                         # what optimizer.zero_grad() does by defau
 # %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.trace import SavedTensors
 
+w.grad = None
 with SavedTensors() as kept:
     y = 0.5 * (x * w - 5) ** 2
 saved = [t.item() for t in kept.tensors]
@@ -102,8 +104,8 @@ check("w.grad is untouched by the failed call", w.grad.item(), 6.0)
 # $$\nabla_W = X^\top G \quad (D \times B)(B \times K), \qquad
 #   \nabla_X = G W^\top \quad (B \times K)(K \times D).$$
 #
-# The first tells the optimizer how to change $W$; the second passes the blame back to the previous
-# layer. Each costs the forward's $2BDK$ FLOPs: backward is $4BDK$. Next, both by hand
+# The first tells the optimizer how to change $W$; the second passes the blame back to the layer
+# before it. Each costs the forward's $2BDK$ FLOPs: backward is $4BDK$. Next, both by hand
 # against autograd, with $G$ random (`H.backward(G)`), and counted.
 
 # %% [markdown] jupyter={"source_hidden": true} slideshow={"slide_type": "notes"}
@@ -139,14 +141,13 @@ check("FLOPs of the forward matmul and of both backward ones (all 2BDK)", flops,
 from lecture_utils.models import Cruncher
 
 L, D, B = 4, 64, 32
-model = Cruncher(D, L)
-data = count_flops(model, torch.randn(B, D))                        # input: a data batch
-hidden = count_flops(model, torch.randn(B, D, requires_grad=True))  # input: needs a gradient
+net = Cruncher(D, L)
+data = count_flops(net, torch.randn(B, D))                        # input: a data batch
+hidden = count_flops(net, torch.randn(B, D, requires_grad=True))  # input: needs a gradient
 layer = matmul_flops(B, D, D)
 check("forward: L layers of 2BD^2 plus the 2BD head", data.forward, L * layer + matmul_flops(B, D, 1))
 check("input needs a gradient: backward == 2 x forward", hidden.backward, 2 * hidden.forward)
-check("data input: backward == 2 x forward - the first layer's grad_X", data.backward,
-      2 * data.forward - layer)
+check("data input: backward == 2 x forward - the first layer's grad_X", data.backward, 2 * data.forward - layer)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # **Predict, then measure.** A matmul-heavy model's backward should take about twice its
@@ -324,11 +325,10 @@ def mlp_bill(n_layers, width, batch, state_copies=2):
             "activations": 4 * batch * n_layers * width}
 
 
-x = torch.randn(B, D)
-saved, _ = saved_tensor_bytes(model, x, exclude=params + [x])  # what autograd keeps for backward
+batch = torch.randn(B, D)
+saved, _ = saved_tensor_bytes(model, batch, exclude=params + [batch])  # what autograd keeps for backward
 check("Cruncher's parameters: L*D^2, plus a D-weight head", sum(p.numel() for p in params), L * D * D + D)
-check("bytes autograd saves beside the data batch x == the bill's B*L*D*4", saved,
-      mlp_bill(L, D, B)["activations"])
+check("bytes autograd saves beside the data batch x == the bill's B*L*D*4", saved, mlp_bill(L, D, B)["activations"])
 check("from B = 32 to B = 2048, each term grows by",
       {k: v // mlp_bill(L, D, 32)[k] for k, v in mlp_bill(L, D, 2048).items()},
       {"params": 1, "grads": 1, "optimizer state": 1, "activations": 64})
@@ -367,10 +367,10 @@ check("bf16: gradient bytes == parameter bytes", sum(tensor_bytes(p.grad) for p 
 # %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from collections import Counter
 
-names = {x.data_ptr(): "x (the data batch)"}
+names = {batch.data_ptr(): "x (the data batch)"}
 names |= {p.data_ptr(): f"weight {name}" for name, p in model.named_parameters()}
 with SavedTensors() as kept:
-    out = model(x)
+    out = model(batch)
 everything = [names.get(t.data_ptr(), f"activation {tuple(t.shape)}") for t in kept.tensors]
 print("\n".join(everything))
 check("tensors saved", Counter(n.split()[0] for n in everything),
@@ -397,7 +397,7 @@ check("layers.0.weight is not among them", "weight layers.0.weight" not in every
 # %% slideshow={"slide_type": "skip"} tags=["deeper"]
 from lecture_utils.training_memory import mlp_activation_bytes
 
-act_bytes, act_saved = saved_tensor_bytes(model, x, exclude=params)
+act_bytes, act_saved = saved_tensor_bytes(model, batch, exclude=params)
 check("saved activations (params excluded), bytes", act_bytes, (L + 1) * B * D * 4)
 check("== mlp_activation_bytes", act_bytes, mlp_activation_bytes(n_layers=L, width=D, batch=B))
 check("all of them (B, D) float32", act_saved, [((B, D), torch.float32)] * (L + 1))
@@ -435,16 +435,16 @@ skip = {p.untyped_storage().data_ptr() for p in params}
 per_layer = {}
 print(f"{'nonlinearity':<21} {'references':>10} {'bytes':>8} {'B*D*4 units':>12}")
 for label, act in ACTIVATIONS.items():
-    n_bytes, _ = saved_tensor_bytes(mlp_with(act, model), x, exclude=params)
+    n_bytes, _ = saved_tensor_bytes(mlp_with(act, model), batch, exclude=params)
     with SavedTensors() as kept:
-        mlp_with(act, model)(x)
+        mlp_with(act, model)(batch)
     refs = sum(t.untyped_storage().data_ptr() not in skip for t in kept.tensors)
     per_layer[label] = n_bytes // (B * D * 4)
     print(f"{label:<21} {refs:>10} {n_bytes:>8,} {per_layer[label]:>12}")
 
 relu_model = Cruncher(D, L, relu=True)
 check("Cruncher(relu=True) saves the same bytes as Cruncher",
-      saved_tensor_bytes(relu_model, x, exclude=list(relu_model.parameters()))[0], act_bytes)
+      saved_tensor_bytes(relu_model, batch, exclude=list(relu_model.parameters()))[0], act_bytes)
 check("B*D*4 units saved: relu, tanh, sigmoid add nothing",
       [per_layer[k] for k in ("relu", "tanh", "sigmoid")], [L + 1] * 3)
 check("gelu and h*h add one B*D per layer",
@@ -708,7 +708,7 @@ from lecture_utils.trace import OpLog
 
 L, D, B = 4, 64, 32
 model = Cruncher(D, L)
-x = torch.randn(B, D)
+batch = torch.randn(B, D)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 grad_bytes = sum(tensor_bytes(p) for p in model.parameters())
 
@@ -717,7 +717,7 @@ def held():
     return sum(tensor_bytes(p.grad) for p in model.parameters() if p.grad is not None)
 
 
-model(x).sum().backward()
+model(batch).sum().backward()
 reference = [p.grad.clone() for p in model.parameters()]
 results = {}
 for set_to_none in (False, True):
@@ -725,7 +725,7 @@ for set_to_none in (False, True):
         opt.zero_grad(set_to_none=set_to_none)
     bytes_between = held()
     with OpLog() as backward:
-        model(x).sum().backward()
+        model(batch).sum().backward()
     results[set_to_none] = (bytes_between, zeroing.count("zero_"), backward.count("add_"))
     check(f"set_to_none={set_to_none}: gradients identical to a fresh backward",
           all(torch.equal(p.grad, r) for p, r in zip(model.parameters(), reference, strict=True)), True)

@@ -82,6 +82,7 @@ check("a fresh model after load_state_dict() holds the same weights", torch.equa
 layer.to(torch.float64)
 check("after layer.to(torch.float64): the weight's dtype", layer.weight.dtype, torch.float64)
 check("...and it is the Parameter the optimizer holds", opt.param_groups[0]["params"][0] is layer.weight, True)
+layer = layer.to(torch.float32)  # back (the same module), so that the cells above run again as they are
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ### Buffers: state that is not trained

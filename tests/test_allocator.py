@@ -37,6 +37,34 @@ def test_on_a_cpu_only_what_the_block_allocated_is_counted():
     assert grown.bytes == 0
 
 
+def test_a_tensor_an_earlier_block_made_and_this_one_frees_is_not_subtracted():
+    """The profiler remembers the size of a block an earlier profile saw allocated, and reports
+    its free: that free is not this block's doing (CUDA's and MPS's counters would subtract it)."""
+    with Allocated("cpu") as first:
+        old = torch.zeros(1024)
+    with Allocated("cpu") as second:
+        old = torch.zeros(1024)  # noqa: F841 (the earlier tensor is freed here)
+    assert (first.bytes, second.bytes) == (4096, 4096)
+
+
+def test_a_notebook_cell_run_again_measures_the_same_bytes():
+    """Notebook 02's cell, run three times as Shift+Enter does (the names rebound inside the
+    blocks free the previous run's tensors): each run allocates 4096 bytes, then casts into 2048."""
+    code = (
+        "w = torch.zeros(32, 32)\n"
+        "with Allocated(device) as grown:\n"
+        "    moved, created = w.to(device), torch.zeros(32, 32, device=device)\n"
+        "with Allocated(device) as to_bf16:\n"
+        "    half = created.to(torch.bfloat16)\n"
+    )
+    names = {"torch": torch, "Allocated": Allocated, "device": torch.device("cpu")}
+    runs = []
+    for _ in range(3):
+        exec(code, names)
+        runs.append((names["grown"].bytes, names["to_bf16"].bytes))
+    assert runs == [(4096, 2048)] * 3
+
+
 def test_torch_adamw_first_step_allocates_its_two_states_and_a_step_counter():
     """The oracle: torch.optim's own state tensors (exp_avg, exp_avg_sq and a 0-dim float32 step)."""
     layer = torch.nn.Linear(1024, 1024, bias=False)

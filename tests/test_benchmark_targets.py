@@ -15,7 +15,7 @@ def test_every_target_row_parses_names_a_benchmark_that_reports_it_and_has_a_sou
     targets = _targets.load()
     assert set(targets) == {"bf16-gemm-mfu", "h2d-pinned-gbps", "get-batch-vs-notes", "get-batch-vs-bound",
                             "get-batch-vs-plain", "trainer-overhead", "gpt2-small-train-mfu", "run-all-seconds",
-                            "make-test-import-times"}
+                            "make-test-import-times", "alt-r-first-slide-seconds"}
     for key, t in targets.items():
         source = (ROOT / "benchmarks" / t.benchmark).read_text(encoding="utf-8")
         assert f'"{key}"' in source, (key, t.benchmark)

@@ -1,10 +1,11 @@
 """Every live slide of every notebook, presented as README "Presenting" says (issue 37): in
-JupyterLab, Alt+R runs the notebook and opens RISE; then each slide is looked at, and every code
-cell on a slide runs again with Shift+Enter, last slide first (an order no walk-through takes),
-at 1280x720 in Chromium. Per notebook:
+JupyterLab, Alt+R opens RISE, which runs the core cells behind its title slide (the Going-deeper
+cells stay un-run: jupyter/labextension); once they have run, each slide is looked at, and every
+code cell on a slide runs again with Shift+Enter, last slide first (an order no walk-through
+takes), at 1280x720 in Chromium. Per notebook:
 
-- no error: no code cell's output shows one after it runs again, the browser's console shows
-  none (Lab's page and the slideshow's), and no request fails;
+- no error: the core run ends done, not failed; no code cell's output shows one after it runs
+  again, the browser's console shows none (Lab's page and the slideshow's), and no request fails;
 - nothing is cut: no code line or output line runs off a slide, and no slide is taller than the
   visible slide area, before and after its cells run again;
 - no progress bar is left frozen on a slide (08's loops draw one while they run: text that
@@ -75,6 +76,8 @@ def known_upstream(message) -> bool:
 
 
 PRESENT = "() => document.querySelector('.reveal .slides section.present[id^=\"slide-\"]')?.id"
+# The slideshow's run of the core cells (jupyter/labextension/src/index.js): waiting, running, done, failed.
+CORE_STATE = "() => document.body.dataset.lectureCore ?? null"
 # What does not fit on the present slide: its height against the visible slide area (reveal.js
 # clips at the .slides box), code lines and output lines wider than their box.
 JS_FIT = r"""
@@ -101,7 +104,7 @@ JS_CODE_CELLS = r"""
 
 def present(page, port: int, name: str):
     """Open ``name`` in Lab, wait for its kernel, press Esc then Alt+R (README's steps), accept full
-    screen; the slideshow's frame once reveal.js is ready."""
+    screen; the slideshow's frame once reveal.js is ready and the core cells have run."""
     page.goto(f"http://127.0.0.1:{port}/lab/tree/notebooks/{name}.ipynb?reset&token={TOKEN}")
     page.wait_for_function("""() => document.querySelector('.jp-NotebookPanel .jp-Toolbar-kernelName')
         ?.innerText.includes('pytorch-resource-accounting')
@@ -109,11 +112,13 @@ def present(page, port: int, name: str):
     page.locator(".jp-NotebookPanel .jp-MarkdownCell").first.click()
     page.keyboard.press("Escape")
     page.keyboard.press("Alt+r")
-    page.locator(".jp-Dialog .jp-mod-accept").click(timeout=300_000)
+    page.locator(".jp-Dialog .jp-mod-accept").click(timeout=60_000)
     for _ in range(600):
         frame = next((f for f in page.frames if "/rise/" in f.url), None)
         if frame is not None and frame.evaluate("() => !!document.querySelector('.reveal.ready')"):
             frame.wait_for_function(PRESENT, timeout=60_000)
+            frame.wait_for_function(f"() => !['waiting', 'running'].includes(({CORE_STATE})())", timeout=600_000)
+            assert frame.evaluate(CORE_STATE) == "done", f"{name}: a core cell failed in the slideshow's run"
             return frame
         page.wait_for_timeout(100)
     pytest.fail(f"{name}: no RISE slideshow opened")

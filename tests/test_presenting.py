@@ -1,9 +1,10 @@
-"""Presenting a notebook live, as README "Presenting" tells a presenter to (issue 28, §3): in
-JupyterLab (`make lab`), open notebook 03, press Alt+R; Lab runs every cell on the notebook's
-kernel, then opens the RISE slideshow beside it and offers full screen. Then → walks every
-slide in order, a cell in the middle of the deck ("About 144 days") runs again on that kernel
-(no NameError: the cells before it have run), the fonts are room-sized (notebooks/rise.css) and
-no Going-deeper content is on a slide.
+"""Presenting a notebook live, as README "Presenting" tells a presenter to (issue 28, §3; issue 37):
+in JupyterLab (`make lab`), open notebook 03, press Alt+R; Lab opens the RISE slideshow beside it
+at once and offers full screen, and behind the title slide the slideshow runs the core cells (the
+code cells not tagged deeper: jupyter/labextension) on the notebook's kernel: each once, in order,
+and no Going-deeper cell. Then → walks every slide in order, a cell in the middle of the deck
+("About 144 days") runs again on that kernel (no NameError: the core cells before it have run),
+the fonts are room-sized (notebooks/rise.css) and no Going-deeper content is on a slide.
 
 RISE saves the notebook before it opens the slideshow, so the server runs in a copy of the
 checkout (its .venv linked): presenting never writes the checkout's notebooks."""
@@ -11,6 +12,7 @@ checkout (its .venv linked): presenting never writes the checkout's notebooks.""
 import contextlib
 from pathlib import Path
 
+import nbformat
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_lab import CHROMIUM, SCREENSHOTS, TOKEN, checkout_copy, running_lab
@@ -48,9 +50,30 @@ def rise_frame(page):
 
 
 PRESENT = "() => document.querySelector('.reveal .slides section.present[id^=\"slide-\"]')?.id"
+# The slideshow's run of the core cells (jupyter/labextension/src/index.js): waiting, running, done, failed.
+CORE_STATE = "() => document.body.dataset.lectureCore ?? null"
+# Each code cell's prompt in the slideshow, in notebook order (a hidden cell's too: textContent).
+PROMPTS = "() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')].map(c => c.querySelector('.jp-InputPrompt')?.textContent.trim())"
 
 
-def test_alt_r_runs_the_notebook_then_presents_it_and_every_cell_runs_in_order(lab, page):
+def expected_prompts(name: str) -> list[str]:
+    """After the core run on a fresh kernel: the core code cells numbered 1, 2, ... in order, and
+    every Going-deeper cell showing its stored count (it did not run). A cell whose source is
+    hidden (an exercise's check) shows no prompt: ''."""
+    nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    prompts, count = [], 0
+    for cell in (c for c in nb.cells if c.cell_type == "code"):
+        count += "deeper" not in cell.metadata.get("tags", [])
+        if cell.metadata.get("jupyter", {}).get("source_hidden"):
+            prompts.append("")
+        elif "deeper" in cell.metadata.get("tags", []):
+            prompts.append(f"[{cell.execution_count or ' '}]:")
+        else:
+            prompts.append(f"[{count}]:")
+    return prompts
+
+
+def test_alt_r_presents_at_once_runs_the_core_cells_behind_the_title_and_every_slide_in_order(lab, page):
     css = {}
     page.on("response", lambda r: css.__setitem__(r.url.split("?")[0], r.status) if r.url.split("?")[0].endswith(".css")
             and "/files/" in r.url else None)
@@ -65,8 +88,8 @@ def test_alt_r_runs_the_notebook_then_presents_it_and_every_cell_runs_in_order(l
     page.locator(".jp-NotebookPanel .jp-MarkdownCell").first.click()
     page.keyboard.press("Escape")  # README: click a cell, press Esc (command mode), then Alt+R
     page.keyboard.press("Alt+r")
-    # Lab runs every cell first (the kernel busy), then opens the slideshow and offers full screen
-    page.locator(".jp-Dialog .jp-mod-accept").click(timeout=300_000)
+    # Lab opens the slideshow at once and offers full screen
+    page.locator(".jp-Dialog .jp-mod-accept").click(timeout=60_000)
     page.wait_for_function("() => [...document.querySelectorAll('iframe')].some(f => f.src.includes('/rise/'))")
     frame = None
     for _ in range(600):
@@ -76,6 +99,11 @@ def test_alt_r_runs_the_notebook_then_presents_it_and_every_cell_runs_in_order(l
         page.wait_for_timeout(100)
     assert frame is not None, "no RISE slideshow opened"
     frame.wait_for_function(PRESENT, timeout=60_000)
+    # behind the title slide, the core cells run, each once and in order; no Going-deeper cell runs
+    assert frame.evaluate(CORE_STATE) in ("waiting", "running", "done")
+    frame.wait_for_function(f"() => !['waiting', 'running'].includes(({CORE_STATE})())", timeout=300_000)
+    assert frame.evaluate(CORE_STATE) == "done"
+    assert frame.evaluate(PROMPTS) == expected_prompts(NOTEBOOK)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=SCREENSHOTS / "rise-live.png")
 
@@ -102,7 +130,7 @@ def test_alt_r_runs_the_notebook_then_presents_it_and_every_cell_runs_in_order(l
     assert seen == slides, f"→ visited {len(seen)} of {len(slides)} slides: {seen}"
     assert not deeper, f"Going-deeper content on a live slide: {deeper}"
 
-    # back to "About 144 days", and Shift+Enter on its cell: it runs on the kernel Lab ran
+    # back to "About 144 days", and Shift+Enter on its cell: it runs on the kernel the core ran on
     target = frame.evaluate("(code) => [...document.querySelectorAll('.reveal .slides section[id^=\"slide-\"]')]"
                             ".find(s => s.textContent.includes(code))?.id", MID_DECK)
     assert target, f"no slide holds {MID_DECK!r}"
@@ -141,7 +169,7 @@ def test_readme_presenting_steps_are_the_ones_this_test_takes():
         text = " ".join(text.split())  # README's line breaks
         steps = ["make lab", "03_flops_and_mfu.ipynb", "Idle", "Esc", "Alt+R", "Ok", "→", "Shift+Enter", "notebooks/rise.css"]
         if readme == "README.md":
-            steps[5:5] = ["runs every cell", "full screen"]
+            steps[5:6] = ["full screen", "Ok", "runs the core cells"]
         at = [text.find(step) for step in steps]
         assert -1 not in at, f"{readme}: no {steps[at.index(-1)]!r} in its presenting steps"
         assert at == sorted(at), f"{readme}: the presenting steps are out of order: {steps}"
@@ -150,7 +178,8 @@ def test_readme_presenting_steps_are_the_ones_this_test_takes():
 def test_the_key_overrides_replace_real_lab_shortcuts_and_keep_them_outside_the_slideshow():
     """jupyter/labconfig/default_setting_overrides.json: each shortcut it disables is one Lab or
     RISE really binds (keys and selector, as their schemas state: else it disables nothing after
-    an upgrade), Alt+R becomes run-all-then-present, and the heading keys ← and → (Lab's "move to
+    an upgrade), Alt+R presents at once (in command mode, with full screen offered: the slideshow
+    runs the core cells itself), and the heading keys ← and → (Lab's "move to
     the heading above/below") stay bound everywhere but in the slideshow, where reveal.js needs
     them: in RISE they moved the selection, and RISE the slide, two sections at a time."""
     import json
@@ -173,4 +202,4 @@ def test_the_key_overrides_replace_real_lab_shortcuts_and_keep_them_outside_the_
     # on a slide it runs the cell in place
     assert {"command": "notebook:run-cell", "keys": ["Shift Enter"], "selector": ".lm-Widget.reveal .jp-Notebook:focus"} in shortcuts
     [alt_r] = [s for s in shortcuts if s["keys"] == ["Alt R"] and not s.get("disabled")]
-    assert alt_r["args"]["commands"] == ["notebook:run-all-cells", "RISE:preview"]
+    assert (alt_r["command"], alt_r["args"]) == ("RISE:preview", {"fullscreen": True})  # no Run All first

@@ -5,7 +5,11 @@
 // 2. a collapsed markdown cell's one-line label shows as text ("For the presenter"), not as its
 //    markdown source ("**For the presenter**");
 // 3. every figure carries alt text in Lab and on a live slide: its cell's `caption` metadata, else
-//    the output's own (image/png "alt", written by make regen); Lab's image renderer sets none.
+//    the output's own (image/png "alt", written by make regen); Lab's image renderer sets none;
+// 4. the slideshow runs the notebook's core cells when it opens: Alt+R opens it at once
+//    (jupyter/labconfig), and its title slide is up while the code cells not tagged "deeper" run,
+//    in order, so that a slide's Shift+Enter finds every core cell before it run; the Going-deeper
+//    cells stay un-run until the student runs them.
 import { INotebookCellExecutor, INotebookTracker, runCell } from '@jupyterlab/notebook';
 
 function isNote(model) {
@@ -101,4 +105,66 @@ const views = {
   }
 };
 
-export default [executor, views];
+// The slideshow (RISE's own page, app.name "Rise") runs the core cells once it shows its first
+// slide. All are sent at once, in order, as Run All sends them: the kernel runs them one after
+// another, and a slide's Shift+Enter meanwhile queues behind them. <body data-lecture-core> says
+// where the run is: waiting (for the kernel and the first slide), running, done, or failed (a cell
+// raised; the kernel then skips the rest, as in Run All).
+function isCore(cell) {
+  return cell.model.type === 'code' && !(cell.model.getMetadata('tags') || []).includes('deeper');
+}
+
+function firstSlide() {
+  return new Promise(resolve => {
+    const timer = setInterval(() => {
+      if (document.querySelector('.reveal.ready .slides section.present')) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 100);
+  });
+}
+
+async function runCore(panel) {
+  const state = document.body.dataset;
+  state.lectureCore = 'waiting';
+  await panel.context.ready;
+  await panel.sessionContext.ready;
+  await firstSlide();
+  if (panel.isDisposed) {
+    return;
+  }
+  state.lectureCore = 'running';
+  const notebook = panel.content;
+  const runs = notebook.widgets.filter(isCore).map(cell => runCell({
+    cell,
+    notebook: notebook.model,
+    notebookConfig: notebook.notebookConfig,
+    onCellExecuted: () => {},
+    onCellExecutionScheduled: () => {},
+    sessionContext: panel.sessionContext
+  }));
+  // a cell run again meanwhile (Shift+Enter) cancels its first run: that is no failure
+  const results = await Promise.allSettled(runs);
+  state.lectureCore = results.some(r => r.status === 'rejected') ? 'failed' : 'done';
+}
+
+const core = {
+  id: 'lecture-classroom:core-run',
+  description: 'The slideshow runs the core cells (not tagged deeper) behind its title slide.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (app, tracker) => {
+    if (app.name !== 'Rise') {
+      return;
+    }
+    tracker.widgetAdded.connect((_, panel) => {
+      runCore(panel).catch(reason => {
+        document.body.dataset.lectureCore = 'failed';
+        console.warn('lecture-classroom: the core cells did not run', reason);
+      });
+    });
+  }
+};
+
+export default [executor, views, core];
