@@ -80,8 +80,11 @@ def stage(name: str, device: str, quick: bool) -> int:
     return 0
 
 
+# The classroom's benchmarks time the student's laptop and need Jupyter, make and Chromium, which the
+# lent GPU machine lacks: they are not stages.
+CLASSROOM = {"run_all", "make_test", "alt_r"}
 STAGES = {**{p.stem: ("notebook", p) for p in (ROOT / "py_src" / f"{name}.py" for name in (ROOT / "notebooks.txt").read_text(encoding="utf-8").split())},
-          **{p.stem: ("benchmark", p) for p in sorted((ROOT / "benchmarks").glob("[a-z]*.py"))}}
+          **{p.stem: ("benchmark", p) for p in sorted((ROOT / "benchmarks").glob("[a-z]*.py")) if p.stem not in CLASSROOM}}
 
 
 # --- the parent: one fresh process per stage, the report rewritten after each ---------------------

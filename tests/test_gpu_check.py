@@ -284,3 +284,9 @@ def test_a_binary_reference_is_one_line_and_leaves_no_out_behind(tmp_path, capsy
     assert capsys.readouterr().out == (f"gpu-check: --reference {reference} is not UTF-8 text (invalid start byte "
                                        "at byte 0); give docs/gpu/reference.md\n")
     assert not (tmp_path / "gpu").exists()
+
+
+def test_the_classroom_benchmarks_are_not_gpu_stages():
+    """run_all, make_test and alt_r need Jupyter, make and Chromium: the lent machine has none."""
+    benchmarks = {name for name, (kind, _) in gpu_check.STAGES.items() if kind == "benchmark"}
+    assert benchmarks == {"get_batch", "matmul_mfu", "train_mfu"}
