@@ -363,8 +363,6 @@ check("(4, 8, 16, 32) @ (32, 2) == 2BDK with B = 4*8*16", count_flops(
 # (sizes compared): small matmuls far below its best, large ones near it:
 
 # %% tags=["claim-S17"]
-import matplotlib.pyplot as plt
-
 from lecture_utils.bench import time_matmul
 from lecture_utils.plots import plot_roofline
 
@@ -373,15 +371,14 @@ SIZES = [256, 512, 1024, 2048, 4096, 8192] if device.type == "cuda" else [8, 16,
 timings = {n: time_matmul(n, "fp32", device, threads=1, min_run_time=0.1) for n in SIZES}
 fp32_rates = {n: matmul_flops(n, n, n) / t.median for n, t in timings.items()}
 measured("fp32 matmuls, n: GFLOP/s", ", ".join(f"{n}: {r / 1e9:.3g}" for n, r in fp32_rates.items()) + " (1 thread)", per_device=True)
-best, bandwidth = max(fp32_rates.values()), 8 * x.numel() / t_copy.median  # one core's roofs, as measured
+best, bandwidth = max(fp32_rates.values()), 8 * x.numel() / t_copy.median  # one core's roofs, measured
 points = [("sin(x) + x*x", float(intensity), 3 * x.numel() / t_op.median)] + [(f"matmul n = {n}", n / 6, rate) for n, rate in fp32_rates.items()]
 if conditions(*timings.values(), rising=list(fp32_rates.values())):
-    assert fp32_rates[SIZES[-1]] > 5 * fp32_rates[SIZES[0]], fp32_rates  # the largest far above the smallest
+    assert fp32_rates[SIZES[-1]] > 5 * fp32_rates[SIZES[0]], fp32_rates  # largest far above smallest
     assert points[0][2] < best / 10, points[0]  # the elementwise op far below the best matmul
 
 # %% caption="Measured roofline of one core of this machine: sin(x)+x*x and square fp32 matmuls, against the best matmul and the copy bandwidth timed here." slideshow={"slide_type": "slide"}
-plot_roofline(points, best, bandwidth, title=f"fp32 on one {device.type} core, measured: the roofs are the best matmul and the copy")
-plt.show()
+fig = plot_roofline(points, best, bandwidth, title=f"fp32 on one {device.type} core, measured: the roofs are the best matmul and the copy")
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]
 # ### Going deeper: the roofline from the spec sheet
@@ -394,6 +391,9 @@ plt.show()
 # elementwise ops, norms and softmax do few FLOPs yet each pays full memory traffic.
 
 # %% caption="H100 fp32 roofline from the spec sheet, with sin(x)+x*x and square matmuls at the best FLOP/s each can reach." slideshow={"slide_type": "skip"} tags=["deeper"]
+import matplotlib.pyplot as plt
+
+
 def matmul_intensity(n, bytes_per_element):
     return Fraction(matmul_flops(n, n, n), 3 * n * n * bytes_per_element)  # FLOPs / bytes moved
 
@@ -668,7 +668,7 @@ check("TF32, fp32 on the tensor cores (TFLOP/s)", {g: p["tf32"] for g, p in peak
 # run faster at a *worse* MFU): a GPU's datasheet figure, a CPU's **nominal** cores × clock ×
 # FLOP per cycle. Never the best rate measured: that makes MFU at most 1 by construction.
 
-# %% slideshow={"slide_type": "slide"} tags=["claim-S20"]
+# %% tags=["claim-S20"]
 from lecture_utils.bench import mfu_text, peak_flops
 
 check("400 TFLOP/s on an H100: MFU against the TF32 peak, against the BF16 peak", (round(400e12 / h100.peak("tf32"), 2), round(400e12 / h100.peak("bf16"), 2)), (0.81, 0.4))
@@ -676,6 +676,8 @@ n = 4096 if device.type == "cuda" else 512
 useful = matmul_flops(n, n, n)  # predicted: 2n^3 useful FLOPs per matmul
 a, b = torch.randn(n, n, generator=g).to(device), torch.randn(n, n, generator=g).to(device)
 check("FlopCounterMode's count of the timed matmul / 2n^3", count_flops(torch.matmul, a, b, backward=False).forward / useful, 1.0)
+
+# %% slideshow={"slide_type": "slide"}
 mfu_timings, achieved, peaks = {}, {}, {}
 for dt, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
     a, b = a.to(dtype), b.to(dtype)

@@ -138,6 +138,7 @@ check("FLOPs of the forward matmul and of both backward ones (all 2BDK)", flops,
 # `count_flops` (PyTorch's `FlopCounterMode`) on 4 layers of width 64 at batch 32:
 
 # %% tags=["claim-S18", "claim-S22"]
+from lecture_utils.bench import conditions, time_fn
 from lecture_utils.models import Cruncher
 
 L, D, B = 4, 64, 32
@@ -156,11 +157,8 @@ check("data input: backward == 2 x forward - the first layer's grad_X", data.bac
 # graph, its gradients dropped.
 
 # %% tags=["claim-S18", "claim-S22"]
-from lecture_utils.bench import conditions, time_fn
-
-
 def time_forward_backward(width, n_layers=4):  # median seconds of forward, and of backward alone
-    model = Cruncher(width, n_layers).to(device)  # drawn on the CPU: the same numbers on every device
+    model = Cruncher(width, n_layers).to(device)  # drawn on the CPU: the same on any device
     x = torch.randn(width, width).to(device).requires_grad_()  # batch = width
     loss = model(x).sum()
 
@@ -175,7 +173,7 @@ def time_forward_backward(width, n_layers=4):  # median seconds of forward, and 
 T_WIDTH = 4096 if device.type == "cuda" else 512
 t_forward, t_backward = time_forward_backward(T_WIDTH)
 measured("backward / forward, in time (the FLOPs predict 2)", t_backward.median / t_forward.median, spread=(t_backward, t_forward))
-if conditions(t_forward, t_backward):  # about 2: a loose band for any machine, on a clock that can be trusted
+if conditions(t_forward, t_backward):  # a loose band around 2, on a clock we can trust
     assert 1 < t_backward.median / t_forward.median < 4, (t_forward, t_backward)
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true slideshow={"slide_type": "skip"} tags=["deeper"]

@@ -87,10 +87,12 @@ async function mathDone() {
   }
 }
 // Words of a <pre> under root that a soft line break cuts in two ('bf1' / '6') although the word
-// would fit on a line of its own; a break after a hyphen is the browser's own, as in prose.
+// would fit on a line of its own: a break between two letters, digits, '_' or '.'; one at
+// punctuation ('spread=' / '(t', ')' / '['), after a hyphen or in Chinese is a line's own.
 function brokenWords(root) {
   const found = [];
   const space = c => /\s/.test(c);
+  const cjk = c => /[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef]/.test(c);
   for (const pre of root.querySelectorAll('pre')) {
     if (!shown(pre)) continue;
     const chars = [];  // [character, top of its box] in text order
@@ -114,6 +116,8 @@ function brokenWords(root) {
     for (let i = 1; i < chars.length; i++) {
       const before = chars[i - 1][0];
       if (!wraps(i) || space(chars[i][0]) || space(before) || before === '-') continue;
+      if (cjk(chars[i][0]) || cjk(before)) continue;  // Chinese breaks between any two characters
+      if (!/[\w.]/.test(chars[i][0]) || !/[\w.]/.test(before)) continue;  // between tokens: '=' / '(', ')' / '['
       let a = i - 1, b = i;
       while (a > 0 && !space(chars[a - 1][0])) a--;
       while (b + 1 < chars.length && !space(chars[b + 1][0])) b++;
