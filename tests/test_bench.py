@@ -157,3 +157,8 @@ def test_timing_leaves_the_global_random_generator_alone():
     bench.time_matmul(32, "fp32", "cpu", min_run_time=0.01)
     bench.peak_flops("cpu", "fp32")
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_machine_threads_is_one_where_torch_runs_one(monkeypatch):
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    assert bench.machine_threads() == 1

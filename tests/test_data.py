@@ -266,3 +266,8 @@ def test_prepare_defaults_to_the_data_folder(monkeypatch, tmp_path):
     monkeypatch.setenv("LECTURE_DATA", str(tmp_path))  # an empty folder: no corpus/
     with pytest.raises(FileNotFoundError, match=str(tmp_path / "corpus")):
         prepare()
+
+
+def test_window_rows_names_the_seq_lens_it_takes():
+    with pytest.raises(AssertionError, match=r"^seq_len must be in 1\.\.9, got 10$"):
+        window_rows(np.arange(10), 1, 10)

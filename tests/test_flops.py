@@ -103,6 +103,7 @@ def test_breakdown_parts_and_defaults():
     parts = transformer_flops_breakdown(n_layers=2, d_model=8, n_heads=2, seq_len=4, vocab_size=10)
     assert parts == {"qkv projections": 2 * 1536, "attention scores (QK^T)": 2 * 256, "attention weighted sum (AV)":
                      2 * 256, "output projection": 2 * 512, "MLP up": 2 * 2048, "MLP down": 2 * 2048, "unembedding": 640}
+    assert all(type(v) is int for v in parts.values())  # exact counts: d // h, never d / h
     assert parts["MLP up"] == 2 * 2 * 4 * 8 * 32  # d_ff defaults to 4 * d_model
     assert parts["attention scores (QK^T)"] == parts["attention weighted sum (AV)"] == 2 * 2 * 4 * 4 * 8
     assert parts["unembedding"] == 2 * 4 * 8 * 10
@@ -216,3 +217,8 @@ def test_torch_dynamo_is_imported_only_when_flops_are_counted():
     assert proc.stdout.split()[-2:] == ["True", "False"], proc.stdout  # torch imported, torch._dynamo not
     count_flops(torch.nn.Linear(2, 2), torch.ones(1, 2))
     assert "torch._dynamo" in sys.modules  # the name is right: FLOP counting imports it
+
+
+def test_count_flops_prints_nothing_and_leaves_out_the_global_total(capsys):
+    counted = count_flops(torch.nn.Sequential(torch.nn.Linear(4, 3)), torch.randn(2, 4, requires_grad=True))
+    assert capsys.readouterr().out == "" and "Global" not in counted.by_module and counted.backward > 0

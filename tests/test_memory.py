@@ -3,6 +3,7 @@ tensor's storage, torch.optim's real state tensors, and the notes' arithmetic. (
 check the same helpers on the lecture's examples under nbval.)"""
 
 import math
+import re
 
 import pytest
 import torch
@@ -339,3 +340,13 @@ def test_tf32_is_a_math_mode_of_float32():
     assert as_dtype("tf32") is torch.float32 and tensor_bytes((3,), "tf32") == 12
     assert "math mode" in find_format("tf32").note
     assert find_format(torch.float32).name == "float32"  # a float32 tensor is float32, not tf32
+
+
+def test_tensor_bytes_and_find_format_at_their_edges():
+    from lecture_utils.dtypes import DTYPES, find_format
+
+    assert tensor_bytes((0, 3), "float32") == 0  # a zero-size dimension is a shape, not an error
+    with pytest.raises(AssertionError, match="^pass dtype only with a shape; a tensor already has one$"):
+        tensor_bytes(torch.zeros(2), dtype=torch.float16)
+    with pytest.raises(ValueError, match=re.escape(f"; valid: {', '.join(DTYPES)}")):
+        find_format(torch.complex64)
