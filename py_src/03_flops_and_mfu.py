@@ -15,7 +15,7 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 03 · FLOPs and MFU: what every operation costs in time
 #
-# *How long will it take?* (§1.1, §3.1–§3.4, self-test Q4): the core path (about 18 minutes),
+# *How long will it take?* (§1.1, §3.1–§3.4, self-test Q4): the core path (about 17 minutes),
 # then "Going deeper" sections. `✓` marks a checked claim.
 
 # %%
