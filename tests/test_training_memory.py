@@ -224,3 +224,13 @@ def test_peak_cuda_memory_of_a_trainer_step():
     torch.cuda.synchronize()
     growth = torch.cuda.max_memory_allocated() - base
     assert growth == pytest.approx(gpt_step_memory(cfg, batch, seq_len).step_growth, rel=0.05)
+
+
+def test_the_defaults_and_the_edges_of_the_predictions():
+    layer = torch.nn.Linear(4, 2, bias=False)  # 8 fp32 weights: 32 bytes
+    # AdamW by default (2 states and a 4-byte step), no activations unless given
+    assert predict_training_memory(layer) == TrainingMemory(params=32, grads=32, optimizer_state=68, activations=0)
+    assert mlp_activation_bytes(n_layers=0, width=0, batch=0) == 0  # an empty model saves nothing
+    for bad in ({"n_layers": -1}, {"width": -1}, {"batch": -1}):
+        with pytest.raises(AssertionError, match="^sizes must be >= 0$"):
+            mlp_activation_bytes(**({"n_layers": 1, "width": 4, "batch": 2} | bad))
