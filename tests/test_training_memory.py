@@ -234,3 +234,7 @@ def test_the_defaults_and_the_edges_of_the_predictions():
     for bad in ({"n_layers": -1}, {"width": -1}, {"batch": -1}):
         with pytest.raises(AssertionError, match="^sizes must be >= 0$"):
             mlp_activation_bytes(**({"n_layers": 1, "width": 4, "batch": 2} | bad))
+    tiny = get_config("tiny")
+    for args, message in [((0,), r"^batch must be in \[1, inf\), got 0$"), ((2, 0), r"^seq_len must be in \[1, inf\), got 0$")]:
+        with pytest.raises(ValueError, match=message):
+            gpt_step_memory(tiny, *args)
