@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from lecture_utils.allocator import Allocated
@@ -76,6 +77,7 @@ def test_torch_adamw_first_step_allocates_its_two_states_and_a_step_counter():
     assert grown.bytes == sum(t.nbytes for t in state.values()) == 2 * 1024 * 1024 * 4 + 4
 
 
+@pytest.mark.slow  # a real process or a full rebuild, seconds: make test-slow (CI)
 def test_the_profiler_writes_nothing_to_stderr():
     """Kineto logs each profile's start and stop on stderr, which a notebook shows under the cell."""
     code = "from lecture_utils.allocator import Allocated\nimport torch\nwith Allocated('cpu'):\n    torch.ones(3)\n"

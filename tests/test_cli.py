@@ -11,6 +11,7 @@ def run(*args):
     return subprocess.run([sys.executable, "-m", "lecture_utils", *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow  # a real process or a full rebuild, seconds: make test-slow (CI)
 def test_estimate_example_from_the_issue():
     result = run("estimate", "--params", "70e9", "--tokens", "15e12", "--gpu", "H100", "--gpus", "1024",
                  "--mfu", "0.5")
@@ -82,6 +83,7 @@ def test_bad_arguments_exit_2_with_one_line(args, reason, capsys):
     assert len(lines) == 1 and "error:" in lines[0] and reason in lines[0], err
 
 
+@pytest.mark.slow  # a real process or a full rebuild, seconds: make test-slow (CI)
 def test_bad_arguments_through_the_real_command():
     result = run("estimate", "--params", "70e9", "--tokens", "15e12", "--gpus", "8", "--gpu", "TPU")
     assert result.returncode == 2 and result.stdout == ""

@@ -207,6 +207,7 @@ def test_committed_token_files_are_valid():
     assert sum((DATA_DIR / "corpus" / f).stat().st_size for f in ("jargon.txt", "devil.txt")) > 1_000_000
 
 
+@pytest.mark.slow  # a real process or a full rebuild, seconds: make test-slow (CI)
 def test_prepare_is_reproducible(tmp_path):
     """`make data` gives the same bytes as the committed files, which an earlier `make data`
     wrote: the same bytes twice, across processes and days (one 8192-merge BPE run, not two)."""

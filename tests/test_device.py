@@ -79,6 +79,7 @@ def notebook_determinism_check():
                  lambda: torch.zeros(4).put_(torch.tensor([0, 0]), torch.ones(2)), raises=RuntimeError)
 
 
+@pytest.mark.slow  # a real process or a full rebuild, seconds: make test-slow (CI)
 def test_the_notebooks_determinism_check_passes_only_in_deterministic_mode(mode_restored):
     seed_all(5, deterministic=True)
     assert torch.are_deterministic_algorithms_enabled()

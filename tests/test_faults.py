@@ -188,6 +188,7 @@ def _failing_open(error_no: int, after_bytes: int, only: str = ""):
     (errno.ENOSPC, 5000, "No space left on device [ENOSPC]"),  # the disk fills mid-save
     (errno.EACCES, -1, "Permission denied [EACCES]"),  # the folder became read-only
 ])
+@pytest.mark.slow  # a trainer run or two: make test-slow (CI)
 def test_a_failed_save_is_one_line_and_keeps_the_previous_checkpoint(tmp_path, capsys, monkeypatch, error_no,
                                                                       after_bytes, reason):
     out = tmp_path / "R"
@@ -241,6 +242,7 @@ def test_stale_temporaries_of_dead_processes_are_removed_at_start(tmp_path, caps
 
 # --- 6. resume against the run's stored config
 
+@pytest.mark.slow  # a trainer run or two: make test-slow (CI)
 def test_resume_refuses_another_model_and_changed_settings_unless_allowed(tmp_path, capsys):
     out = tmp_path / "R"
     assert _main(capsys, "--steps", "2", "--out", str(out))[0] == 0
@@ -280,6 +282,7 @@ def test_resuming_a_finished_run_does_nothing_and_keeps_the_final_loss(tmp_path,
     assert (out / "log.jsonl").read_bytes() == log and _step(out) == 2
 
 
+@pytest.mark.slow  # a trainer run or two: make test-slow (CI)
 def test_sigterm_saves_a_checkpoint_at_the_current_step_and_the_resume_is_bit_exact(tmp_path, capsys,
                                                                                        monkeypatch):
     out, full = tmp_path / "R", tmp_path / "full"

@@ -66,6 +66,7 @@ def test_overwrite_refuses_a_folder_holding_anything_else_and_changes_nothing(tm
     assert _tree(out) == before and not (out / "previous-1").exists()
 
 
+@pytest.mark.slow  # a trainer run or two: make test-slow (CI)
 def test_overwrite_moves_the_runs_own_files_and_keeps_earlier_ones(tmp_path, capsys):
     out = tmp_path / "w"
     assert _main(capsys, "--steps", "2", "--out", str(out))[0] == 0

@@ -45,6 +45,7 @@ def _prepared(folder: Path, vocab: int = VOCAB) -> Path:
 # --- item 1: a split too short for one window is refused before the run folder is opened
 
 
+@pytest.mark.slow  # a trainer run or two: make test-slow (CI)
 def test_a_val_split_shorter_than_a_window_is_refused_before_anything_is_written(tmp_path, capsys, monkeypatch):
     """The issue's reproduction: the val split is paragraphs 0, 20, 40...: a short first paragraph."""
     data = _corpus(tmp_path / "D", ["tiny val."] + [_words(i) for i in range(1, 20)])
@@ -99,6 +100,7 @@ def _a_run(tmp_path: Path, capsys) -> Path:
     return out
 
 
+@pytest.mark.slow  # a trainer run or two: make test-slow (CI)
 def test_resume_never_appends_the_log_through_a_dangling_link(tmp_path, capsys):
     out = _a_run(tmp_path, capsys)
     outside = tmp_path / "elsewhere" / "log.jsonl"

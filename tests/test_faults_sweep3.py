@@ -87,6 +87,7 @@ def test_a_renamed_settings_or_sha256_key_is_one_line_on_resume(tmp_path, capsys
     assert _tree(out) == before
 
 
+@pytest.mark.slow  # a trainer run or two: make test-slow (CI)
 def test_a_checkpoint_saved_before_issue_38_still_resumes(tmp_path, capsys):
     """Its sha256 covers the tensors, step and RNG only: read as before (its settings as they are)."""
     from lecture_utils.train.checkpoint import payload_digest
@@ -107,6 +108,7 @@ def test_a_checkpoint_saved_before_issue_38_still_resumes(tmp_path, capsys):
 # --- item 5: a stop signal is honoured between batches, in a validation and in a step
 
 
+@pytest.mark.slow  # a trainer run or two: make test-slow (CI)
 def test_a_signal_during_validation_ends_it_within_a_batch_and_saves_the_step(tmp_path, capsys, monkeypatch):
     """G10: the stop flag was read between steps only; a validation of 50 batches ran to its end."""
     out, drawn = tmp_path / "R", []
@@ -159,6 +161,7 @@ def test_a_signal_between_micro_batches_drops_the_step_and_the_resume_is_bit_exa
     assert [r["loss"] for r in _log(full)] == [r["loss"] for r in _log(out)]
 
 
+@pytest.mark.slow  # a trainer run or two: make test-slow (CI)
 def test_a_signal_before_the_first_step_leaves_nothing_that_blocks_a_plain_start(tmp_path, capsys, monkeypatch):
     """C02b: it left a summary.json, so the next plain start demanded --overwrite."""
     out = tmp_path / "R"
@@ -199,6 +202,7 @@ def test_temporary_looking_files_of_the_users_are_kept_and_never_a_traceback(tmp
     assert all((out / name).read_text() == "the user's own notes\n" for name in mine) and not stale.exists()
 
 
+@pytest.mark.slow  # a trainer run or two: make test-slow (CI)
 def test_overwrite_steps_over_a_dangling_previous_link(tmp_path, capsys):
     """B04: --overwrite with a dangling previous-1 link failed with 'File exists [EEXIST]'."""
     out = tmp_path / "R"
@@ -209,6 +213,7 @@ def test_overwrite_steps_over_a_dangling_previous_link(tmp_path, capsys):
     assert os.readlink(out / "previous-1") == str(tmp_path / "gone") and _step(out / "previous-2") == 1
 
 
+@pytest.mark.slow  # a trainer run or two: make test-slow (CI)
 def test_the_log_stays_strict_json_when_the_mfu_is_inf(tmp_path, capsys):
     """A05: --peak-flops 5e-324 wrote "mfu": Infinity, which strict JSON parsers refuse."""
     out = tmp_path / "R"

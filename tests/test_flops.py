@@ -203,6 +203,7 @@ def test_the_calculators_open_on_the_lectures_numbers_in_a_browser_too():
     assert (params.value, tokens.value) == (70e9, 15e12)
 
 
+@pytest.mark.slow  # a real process or a full rebuild, seconds: make test-slow (CI)
 def test_torch_dynamo_is_imported_only_when_flops_are_counted():
     """torch._dynamo takes ~2 s to import: importing the package, its FLOP and timing helpers
     and a notebook's first cell must not pull it in (checked in a fresh process: this one may

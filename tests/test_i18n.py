@@ -264,6 +264,7 @@ def _edit(root: Path, name: str, index: int, text: str) -> nbformat.NotebookNode
     return cell
 
 
+@pytest.mark.slow  # a real process or a full rebuild, seconds: make test-slow (CI)
 def test_an_edited_english_cell_fails_the_check_naming_the_notebook_and_the_cell(tmp_path, capsys):
     name = NAMES[0]
     root = _copy(tmp_path, name)
