@@ -239,3 +239,4 @@ def test_the_defaults_and_the_edges_of_the_predictions():
     for args, message in [((0,), r"^batch must be in \[1, inf\), got 0$"), ((2, 0), r"^seq_len must be in \[1, inf\), got 0$")]:
         with pytest.raises(ValueError, match=message):
             gpt_step_memory(tiny, *args)
+    assert gpt_step_memory(tiny, 2) == gpt_step_memory(tiny, 2, tiny.seq_len)  # seq_len defaults to the config's
