@@ -219,8 +219,9 @@ def gpt_step_memory(cfg, batch: int, seq_len: int | None = None, *, optimizer: s
     as q, k and v are views of it; GELU saves its input (N x F). Attention then adds, for
     ``"sdpa"``, its output (which the output projection saves too: the same storage) and a
     log-sum-exp per row (batch x H x seq_len); for ``"math"``, the softmax's output
-    (batch x H x seq_len x seq_len), the causal mask's storage (cfg.seq_len^2 bools) and the
-    output projection's input (N x D, a copy made by the head merge).
+    (batch x H x seq_len x seq_len), the mask masked_fill keeps (seq_len^2 bools: ``~mask[:t, :t]``
+    is a new tensor, not a view of the cfg.seq_len^2 buffer) and the output projection's input
+    (N x D, a copy made by the head merge).
     """
     from lecture_utils.models import GPT  # models imports this package's modules: import late
 
@@ -236,7 +237,7 @@ def gpt_step_memory(cfg, batch: int, seq_len: int | None = None, *, optimizer: s
     if cfg.attention == "sdpa":
         layer += (n * d + batch * h * t) * fp32
     else:
-        layer += (batch * h * t * t + n * d) * fp32 + cfg.seq_len ** 2
+        layer += (batch * h * t * t + n * d) * fp32 + t * t
     outside = n * int64 + t * int64 + (n * d + 2 * n + n * d) * fp32
     return GPTStepMemory(params=state.params, grads=state.grads, optimizer_state=state.optimizer_state,
                          activations_per_layer=layer, n_layers=cfg.n_layers, activations_outside_layers=outside,

@@ -20,6 +20,7 @@ from lecture_utils.data import (
     get_batch_simple,
     load_tokens,
     sample_windows,
+    widened,
     window_rows,
     write_tokens,
 )
@@ -272,3 +273,14 @@ def test_prepare_defaults_to_the_data_folder(monkeypatch, tmp_path):
 def test_window_rows_names_the_seq_lens_it_takes():
     with pytest.raises(AssertionError, match=r"^seq_len must be in 1\.\.9, got 10$"):
         window_rows(np.arange(10), 1, 10)
+
+
+def test_sample_windows_pins_its_batch_only_when_asked():
+    batch = sample_windows(np.arange(100, dtype=np.uint16), 2, 4)
+    assert batch.dtype == torch.int64 and not batch.is_pinned()
+    assert not widened(np.zeros((2, 3), dtype=np.uint16)).is_pinned()  # its default too
+    if torch.accelerator.is_available():
+        assert sample_windows(np.arange(100, dtype=np.uint16), 2, 4, pin_memory=True).is_pinned()
+    else:  # no pinned allocator without an accelerator: the request reaches torch, which refuses it
+        with pytest.raises(RuntimeError, match="pin"):
+            sample_windows(np.arange(100, dtype=np.uint16), 2, 4, pin_memory=True)

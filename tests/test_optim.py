@@ -14,8 +14,14 @@ PAIRS = {
     "sgd": (optim.SGD, torch.optim.SGD, {"lr": 0.01}, {"lr": 0.01}),
     "sgd+l2": (optim.SGD, torch.optim.SGD, {"lr": 0.01, "weight_decay": 0.1}, {"lr": 0.01, "weight_decay": 0.1}),
     "momentum": (optim.Momentum, torch.optim.SGD, {"lr": 0.01, "momentum": 0.9}, {"lr": 0.01, "momentum": 0.9}),
+    "momentum+l2": (optim.Momentum, torch.optim.SGD, {"lr": 0.01, "momentum": 0.8, "weight_decay": 0.1},
+                    {"lr": 0.01, "momentum": 0.8, "weight_decay": 0.1}),
     "adagrad": (optim.AdaGrad, torch.optim.Adagrad, {"lr": 0.05}, {"lr": 0.05}),
+    "adagrad+l2": (optim.AdaGrad, torch.optim.Adagrad, {"lr": 0.05, "weight_decay": 0.1},
+                   {"lr": 0.05, "weight_decay": 0.1}),
     "rmsprop": (optim.RMSProp, torch.optim.RMSprop, {"lr": 0.001}, {"lr": 0.001}),
+    "rmsprop+l2": (optim.RMSProp, torch.optim.RMSprop, {"lr": 0.001, "alpha": 0.9, "weight_decay": 0.1},
+                   {"lr": 0.001, "alpha": 0.9, "weight_decay": 0.1}),
     "adam": (optim.Adam, torch.optim.Adam, {"lr": 0.001}, {"lr": 0.001}),
     "adam+l2": (optim.Adam, torch.optim.Adam, {"lr": 0.001, "weight_decay": 0.1}, {"lr": 0.001, "weight_decay": 0.1}),
     "adamw": (optim.AdamW, torch.optim.AdamW, {}, {}),  # both default weight_decay=0.01
@@ -55,6 +61,17 @@ def test_matches_torch_optim(name):
         torch.testing.assert_close(pa, pb, rtol=0, atol=1e-6)
     moved = sum((pa - pc).abs().sum() for pa, pc in zip(a.parameters(), _model().parameters(), strict=True))
     assert moved > 1e-3  # the comparison is not vacuous: training changed the weights
+
+
+@pytest.mark.parametrize("name", ["adagrad", "rmsprop", "adam", "adamw"])
+def test_step_counts_the_steps_taken_as_torch_optims_does(name):
+    # ours keeps the count as a plain int, torch.optim as a tensor; both are the number of steps
+    a, b = _model(), _model()
+    ours, theirs = optim.OPTIMIZERS[name](a.parameters()), TORCH[name][0](b.parameters(), **TORCH[name][1])
+    _train(a, ours, 3)
+    _train(b, theirs, 3)
+    assert [ours.state[p]["step"] for p in a.parameters()] == [theirs.state[p]["step"].item()
+                                                               for p in b.parameters()] == [3.0] * 4
 
 
 @pytest.mark.parametrize("name", ["momentum", "adagrad", "rmsprop", "adam", "adamw"])
