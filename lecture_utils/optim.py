@@ -137,7 +137,7 @@ def descend(optimizer_class, grad, start, steps, **hyper):
 
 
 # pragma: no mutate start
-# (make mutation leaves this harness alone: its workers run in spawned processes, whose calls
+# (make mutation leaves this harness alone: its workers run in other processes, whose calls
 # mutmut cannot map to tests, and each run costs two processes' torch imports; its checks are
 # tests/test_optim.py's TestZeroStage1 (make test-slow) and notebook 07 under nbval)
 def _zero_worker(rank: int, world_size: int, port: int, sizes: tuple[int, ...], results) -> None:
@@ -170,6 +170,7 @@ def zero_state_bytes(sizes: tuple[int, ...] = (256, 512, 512, 256), world_size: 
     to one rank, so the split is as even as the matrices allow.
     Returns ``[{"rank", "state_bytes", "params"}, ...]`` sorted by rank.
     """
+    import importlib
     import socket
 
     import torch.multiprocessing as mp
@@ -182,7 +183,13 @@ def zero_state_bytes(sizes: tuple[int, ...] = (256, 512, 512, 256), world_size: 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    results = mp.get_context("spawn").SimpleQueue()
+    # "fork" starts a worker at once, with torch already imported; "spawn" starts a fresh Python
+    # that imports torch again (seconds). Fork only where it is safe: on Linux (macOS's system
+    # libraries are not fork-safe) and before this process has touched CUDA (a forked child
+    # cannot use it, and torch refuses to re-initialise it there).
+    method = "fork" if sys.platform.startswith("linux") and not torch.cuda.is_initialized() else "spawn"
+    importlib.import_module("torch.distributed.optim")  # once, here: forked workers inherit it
+    results = mp.get_context(method).SimpleQueue()
     # "spawn" re-runs the parent's __main__ file in each worker. From a notebook there is
     # none; from a plain script (a notebook's .py twin) there is, without a __main__
     # guard, so hide it: the workers need only lecture_utils.
@@ -190,8 +197,8 @@ def zero_state_bytes(sizes: tuple[int, ...] = (256, 512, 512, 256), world_size: 
     main_file = main.__dict__.pop("__file__", None)
     try:
         context = mp.start_processes(_zero_worker, args=(world_size, port, sizes, results), nprocs=world_size,
-                                     start_method="spawn", join=False)
-        # the workers take seconds to import torch: a bar that ticks while they run, in a live kernel
+                                     start_method=method, join=False)
+        # spawned workers take seconds to import torch: a bar that ticks while they run, in a live kernel
         for _ in progress(iter(lambda: context.join(timeout=0.25), True), desc="ZeRO-1 on 2 processes"):
             pass
     finally:

@@ -166,7 +166,7 @@ def test_step_skips_parameters_without_a_gradient_and_returns_the_closures_loss(
 
 @pytest.mark.multiprocess
 @pytest.mark.slow  # seconds: make test-slow (CI) runs it
-class TestZeroStage1:  # two spawned gloo processes: its own xdist unit (tests/conftest.py)
+class TestZeroStage1:  # two gloo processes: its own xdist unit (tests/conftest.py)
     def test_zero_stage1_halves_each_ranks_adamw_state(self):
         rows = optim.zero_state_bytes(sizes=(64, 128, 128, 64), world_size=2)
         n_params = 64 * 128 + 128 * 128 + 128 * 64
@@ -176,6 +176,12 @@ class TestZeroStage1:  # two spawned gloo processes: its own xdist unit (tests/c
             # m and v for this rank's shard, plus a 4-byte step counter per parameter tensor.
             assert r["state_bytes"] - 8 * r["params"] in (4, 8, 12)
             assert r["state_bytes"] == pytest.approx(8 * n_params / 2, rel=0.01)
+
+    def test_spawned_workers_report_what_forked_ones_do(self, monkeypatch):
+        # Linux forks the workers; macOS, or a process that has used CUDA, spawns them
+        forked = optim.zero_state_bytes(sizes=(64, 128, 64), world_size=2)
+        monkeypatch.setattr(optim.sys, "platform", "darwin")
+        assert optim.zero_state_bytes(sizes=(64, 128, 64), world_size=2) == forked
 
 
 @pytest.mark.parametrize(("kw", "error"), [({"sizes": (64,)}, ValueError), ({"sizes": (64, 0)}, ValueError),
