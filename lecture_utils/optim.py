@@ -146,6 +146,7 @@ def _zero_worker(rank: int, world_size: int, port: int, sizes: tuple[int, ...], 
     import torch.distributed as dist
     from torch.distributed.optim import ZeroRedundancyOptimizer
 
+    torch.set_num_threads(1)  # a forked child must not enter its parent's OpenMP pool: it would hang
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
     try:

@@ -2,6 +2,10 @@
 state; ZeRO-1's; and descend, which notebook 07 runs them with."""
 
 import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -176,6 +180,17 @@ class TestZeroStage1:  # two gloo processes: its own xdist unit (tests/conftest.
             # m and v for this rank's shard, plus a 4-byte step counter per parameter tensor.
             assert r["state_bytes"] - 8 * r["params"] in (4, 8, 12)
             assert r["state_bytes"] == pytest.approx(8 * n_params / 2, rel=0.01)
+
+    def test_forked_workers_finish_after_the_parent_ran_torch_on_two_threads(self):
+        # a forked child that enters an OpenMP region of its parent's pool hangs (libgomp is not
+        # fork-safe): the workers keep to one thread, as DataLoader's do. A fresh Python, since
+        # make test-slow's workers run with OMP_NUM_THREADS=1.
+        code = ("import torch; torch.set_num_threads(2); torch.randn(256, 256) @ torch.randn(256, 256); "
+                "from lecture_utils import optim; print(len(optim.zero_state_bytes(sizes=(64, 128, 64))))")
+        env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
+                              cwd=Path(__file__).resolve().parents[1])
+        assert (done.returncode, done.stdout) == (0, "2\n"), done.stderr[-2000:]
 
     def test_spawned_workers_report_what_forked_ones_do(self, monkeypatch):
         # Linux forks the workers; macOS, or a process that has used CUDA, spawns them
