@@ -19,81 +19,25 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from _targets import report
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from lab_server import TOKEN, api, checkout_copy, running_lab  # noqa: E402  (shared with tests/test_lab.py)
+
 LESSONS = (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()
-TOKEN = "alt-r-benchmark"
 KEY = "alt-r-first-slide-seconds"
 FIRST_SLIDE = "() => !!document.querySelector('.reveal.ready .slides section.present[id^=\"slide-\"]')"
 # the slideshow's core run (jupyter/labextension/src/index.js): waiting, running, done or failed
 CORE_STATE = "() => document.body.dataset.lectureCore ?? null"
-
-
-def checkout(tmp: Path) -> Path:
-    """What `make lab` needs to present the notebooks, copied under ``tmp``, with .venv linked."""
-    copy = tmp / "checkout"
-    names = ["Makefile", "pyproject.toml", "constraints.txt", "notebooks.txt", "jupytext.toml", "notebooks/rise.css"]
-    names += [p for name in LESSONS for p in (f"notebooks/{name}.ipynb", f"notebooks/{name}.css", f"py_src/{name}.py")]
-    for name in names:
-        (copy / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, copy / name)  # copy2: the .venv stamp stays newer than its inputs
-    shutil.copytree(ROOT / "jupyter", copy / "jupyter", ignore=shutil.ignore_patterns("node_modules"))
-    (copy / ".venv").symlink_to(ROOT / ".venv")
-    return copy
-
-
-def api(port: int, path: str, method: str = "GET"):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/{path}", method=method,
-                                     headers={"Authorization": f"token {TOKEN}"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read() or b"null")
-
-
-@contextlib.contextmanager
-def lab(copy: Path, tmp: Path):
-    """`make lab` in ``copy``, its settings and state in ``tmp``; the server's port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS"))}
-    env.update(JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
-               JUPYTER_RUNTIME_DIR=str(tmp / "runtime"))
-    with (tmp / "lab.log").open("w") as log:
-        proc = subprocess.Popen(["make", "lab", f"LAB_ARGS=--no-browser --port {port} --ip=127.0.0.1 "
-                                                f"--IdentityProvider.token={TOKEN}"],
-                                cwd=copy, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 300
-            while True:
-                try:
-                    api(port, "api/status")
-                    break
-                except OSError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError("`make lab` did not start:\n" + (tmp / "lab.log").read_text()[-2000:]) from None
-                    time.sleep(0.3)
-            yield port
-        finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
 
 
 def shut_down_kernels(port: int) -> None:
@@ -163,9 +107,10 @@ def main() -> int:
     ok = True
     with tempfile.TemporaryDirectory(prefix="alt-r-") as tmp_name, sync_playwright() as playwright:
         tmp = Path(tmp_name)
-        copy = checkout(tmp)
+        copy = checkout_copy(tmp, ["notebooks/rise.css", *[p for name in LESSONS for p in (
+            f"notebooks/{name}.ipynb", f"notebooks/{name}.css", f"py_src/{name}.py")]])
         browser = playwright.chromium.launch(executable_path=chromium)
-        with lab(copy, tmp) as port:
+        with running_lab(copy, tmp) as port:
             for name in names:
                 runs = []
                 for _ in range(args.repeat):

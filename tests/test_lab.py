@@ -8,42 +8,26 @@ root and only then, in test_make_setup.py.)
 One server for the module. `make lab` runs in its own process group, which the fixture kills
 at the end after shutting down the kernels (they run in sessions of their own)."""
 
-import contextlib
 import json
-import os
 import re
-import shutil
-import signal
-import socket
-import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from lab_server import TOKEN, api, checkout_copy, running_lab  # noqa: E402, F401  (other Lab tests import them from here)
+
 pytestmark = pytest.mark.site  # a real `make lab` server: make site-check (CI) runs these
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = re.search(r"^KERNEL := (\S+)", (ROOT / "Makefile").read_text(), re.M).group(1)
 NOTEBOOKS = sorted(f"{name}.ipynb" for name in (ROOT / "notebooks.txt").read_text(encoding="utf-8").split())
-TOKEN = "lecture-test-token"
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = ROOT / "build" / "screenshots"
 needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(),
                                     reason=f"no {CHROMIUM} (apt-get install chromium)")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _get(port: int, path: str, method: str = "GET"):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/{path}", method=method,
-                                     headers={"Authorization": f"token {TOKEN}"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read() or b"null")
 
 
 @pytest.fixture(scope="module")
@@ -52,82 +36,15 @@ def lab(tmp_path_factory):
         yield port
 
 
-def checkout_copy(tmp: Path, paths: list[str]) -> Path:
-    """A copy of the checkout under ``tmp`` that `make lab` runs in: the Makefile and its inputs,
-    jupyter/, the files ``paths`` names (from the checkout root), and .venv linked. For the tests
-    that run notebooks in Lab, which saves them (tests/test_presenting.py, test_sealed_answers.py)."""
-    checkout = tmp / "checkout"
-    for name in ["Makefile", "pyproject.toml", "constraints.txt", "notebooks.txt", "jupytext.toml", *paths]:
-        (checkout / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, checkout / name)  # copy2: the .venv stamp stays newer
-    shutil.copytree(ROOT / "jupyter", checkout / "jupyter")
-    (checkout / ".venv").symlink_to(ROOT / ".venv")
-    return checkout
-
-
-@contextlib.contextmanager
-def running_lab(checkout: Path, tmp: Path):
-    """`make lab` run in ``checkout``, its state in ``tmp``; the server's port. Also used by
-    tests/test_presenting.py, on a copy of the checkout."""
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS"))}
-    # Lab's per-user state goes to a temporary folder: a user who once answered the news
-    # prompt must not make this test pass, and the test writes nothing into ~/.jupyter.
-    env.update(JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
-               JUPYTER_RUNTIME_DIR=str(tmp / "runtime"))
-    log = (tmp / "lab.log").open("w")
-    proc = subprocess.Popen(
-        ["make", "lab", f"LAB_ARGS=--no-browser --port {port} --ip=127.0.0.1 "
-                        f"--IdentityProvider.token={TOKEN}"],
-        cwd=checkout, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        # Generous: a stale .venv stamp makes `make lab` reinstall first.
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                _get(port, "api/status")
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("`make lab` did not start a server:\n"
-                                + (tmp / "lab.log").read_text()[-3000:])
-                time.sleep(0.3)
-        yield port
-    finally:
-        try:
-            for kernel in _get(port, "api/kernels"):
-                _get(port, f"api/kernels/{kernel['id']}", method="DELETE")
-        except OSError:
-            pass
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
-        deadline = time.monotonic() + 10  # the group's last members exit just after make
-        while True:
-            try:
-                os.killpg(proc.pid, 0)
-            except ProcessLookupError:
-                break
-            if time.monotonic() > deadline:
-                os.killpg(proc.pid, signal.SIGKILL)
-                pytest.fail("`make lab` left processes running after SIGTERM")
-            time.sleep(0.2)
-
-
 def test_lab_lists_the_project_kernel_and_exactly_the_notebooks(lab):
-    assert KERNEL in _get(lab, "api/kernelspecs")["kernelspecs"]
+    assert KERNEL in api(lab, "api/kernelspecs")["kernelspecs"]
     assert len(NOTEBOOKS) == 8
     # Lab opens in notebooks/ (the redirect from / is checked in the browser test): the eight
     # notebooks and zh/, their Chinese edition (make zh), which holds the same eight.
-    listing = _get(lab, "api/contents/notebooks")["content"]
+    listing = api(lab, "api/contents/notebooks")["content"]
     assert sorted((c["name"], c["type"]) for c in listing) == sorted(
         [(name, "notebook") for name in NOTEBOOKS] + [("zh", "directory")])
-    chinese = _get(lab, "api/contents/notebooks/zh")["content"]
+    chinese = api(lab, "api/contents/notebooks/zh")["content"]
     assert sorted((c["name"], c["type"]) for c in chinese) == [(name, "notebook") for name in NOTEBOOKS]
 
 
@@ -188,7 +105,7 @@ def test_rise_presents_a_notebook_with_the_project_kernel(lab, chromium):
     # session under a temporary name (notebooks/<uuid>) and renames it to the notebook a moment
     # later, so wait for the rename rather than read the list once.
     expected, deadline = [(f"notebooks/{notebook}", KERNEL)], time.monotonic() + 30
-    while (found := [(s["path"], s["kernel"]["name"]) for s in _get(lab, "api/sessions")]) != expected:
+    while (found := [(s["path"], s["kernel"]["name"]) for s in api(lab, "api/sessions")]) != expected:
         if time.monotonic() > deadline:
             break
         time.sleep(0.2)
