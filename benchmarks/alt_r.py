@@ -31,7 +31,7 @@ from _targets import report
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from lab_server import TOKEN, api, checkout_copy, running_lab  # noqa: E402  (shared with tests/test_lab.py)
+from lab_server import api, checkout_copy, open_notebook, running_lab  # noqa: E402  (shared with tests/test_lab.py)
 
 LESSONS = (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()
 KEY = "alt-r-first-slide-seconds"
@@ -51,10 +51,7 @@ def present(browser, port: int, name: str) -> tuple[float, float, str]:
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
     try:
-        page.goto(f"http://127.0.0.1:{port}/lab/tree/notebooks/{name}.ipynb?reset&token={TOKEN}")
-        page.wait_for_function("""() => document.querySelector('.jp-NotebookPanel .jp-Toolbar-kernelName')
-            ?.innerText.includes('pytorch-resource-accounting')
-            && document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status === 'idle'""", timeout=120_000)
+        open_notebook(page, port, name)
         page.locator(".jp-NotebookPanel .jp-MarkdownCell").first.click()
         page.keyboard.press("Escape")
         start = time.perf_counter()

@@ -19,6 +19,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "lecture-test-token"
+# A notebook open in Lab with its kernel started and idle (the status bar's Idle). The execution
+# indicator alone says idle before there is a kernel ("No Kernel"): an Alt+R then runs nothing,
+# and a slide's cell meets a fresh kernel (NameError).
+KERNEL_READY = """() => document.querySelector('.jp-NotebookPanel .jp-Toolbar-kernelName')
+    ?.innerText.includes('pytorch-resource-accounting')
+    && document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status === 'idle'"""
 
 
 def checkout_copy(tmp: Path, paths: list[str]) -> Path:
@@ -39,6 +45,13 @@ def api(port: int, path: str, method: str = "GET"):
                                      headers={"Authorization": f"token {TOKEN}"})
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read() or b"null")
+
+
+def open_notebook(page, port: int, name: str, reset: bool = True) -> None:
+    """Open notebooks/``name``.ipynb in Lab in a Playwright ``page`` (``reset``: in Lab's default
+    layout) and wait until its kernel is idle."""
+    page.goto(f"http://127.0.0.1:{port}/lab/tree/notebooks/{name}.ipynb?{'reset&' if reset else ''}token={TOKEN}")
+    page.wait_for_function(KERNEL_READY, timeout=120_000)
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from lab_server import TOKEN, api, checkout_copy, running_lab  # noqa: E402, F401  (other Lab tests import them from here)
+from lab_server import KERNEL_READY, TOKEN, api, checkout_copy, open_notebook, running_lab  # noqa: E402, F401  (other Lab tests import them from here)
 
 pytestmark = pytest.mark.site  # a real `make lab` server: make site-check (CI) runs these
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,15 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_lab import CHROMIUM, NOTEBOOKS, SCREENSHOTS, TOKEN, checkout_copy, running_lab
+from test_lab import (
+    CHROMIUM,
+    NOTEBOOKS,
+    SCREENSHOTS,
+    TOKEN,
+    checkout_copy,
+    open_notebook,
+    running_lab,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()
@@ -44,11 +52,8 @@ def page(browser):
 CELLS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Notebook-cell"
 
 
-def open_notebook(page, port: int, name: str) -> None:
-    page.goto(f"http://127.0.0.1:{port}/lab/tree/notebooks/{name}.ipynb?reset&token={TOKEN}")
-    page.wait_for_function("""() => document.querySelector('.jp-NotebookPanel .jp-Toolbar-kernelName')
-        ?.innerText.includes('pytorch-resource-accounting')
-        && document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status === 'idle'""", timeout=120_000)
+def open_all_cells(page, port: int, name: str) -> None:  # and wait until Lab shows all its cells
+    open_notebook(page, port, name)
     count = len(nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4).cells)
     page.wait_for_function(f"() => document.querySelectorAll({CELLS!r}).length === {count}")
     page.add_style_tag(content=".jp-Notebook .jp-Cell { content-visibility: visible !important; }")
@@ -75,7 +80,7 @@ def kinds(name: str) -> dict[str, list[int]]:
 
 def test_shift_enter_walks_the_core_path_and_leaves_going_deeper_and_notes_collapsed(lab, page):
     port, checkout = lab
-    open_notebook(page, port, WALKED)
+    open_all_cells(page, port, WALKED)
     k = kinds(WALKED)
     # the stored outputs cleared first, so that a cell that ran shows it: [ ] until it runs, [n] after
     page.locator(".lm-MenuBar-item", has_text="Edit").first.click()
@@ -107,7 +112,7 @@ def test_shift_enter_walks_the_core_path_and_leaves_going_deeper_and_notes_colla
 def test_run_all_keeps_the_notes_collapsed_and_labelled_as_text(lab, page):
     port, checkout = lab
     name = "02_dtypes_and_memory"
-    open_notebook(page, port, name)
+    open_all_cells(page, port, name)
     page.locator(".lm-MenuBar-item", has_text="Run").first.click()
     page.locator(".lm-Menu-item:visible", has_text="Run All Cells").first.click()
     page.wait_for_timeout(1000)
@@ -121,7 +126,7 @@ def test_run_all_keeps_the_notes_collapsed_and_labelled_as_text(lab, page):
 @pytest.mark.parametrize("name", ["03_flops_and_mfu", "08_training_loop"])
 def test_every_figure_in_lab_has_its_caption_as_alt_text(lab, page, name):
     port, _ = lab
-    open_notebook(page, port, name)
+    open_all_cells(page, port, name)
     page.wait_for_timeout(1000)
     state = page.evaluate(JS_STATE)
     captions = kinds(name)["captions"]

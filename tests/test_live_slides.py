@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_lab import CHROMIUM, SCREENSHOTS, TOKEN, checkout_copy, running_lab
+from test_lab import CHROMIUM, SCREENSHOTS, checkout_copy, open_notebook, running_lab
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()
@@ -105,10 +105,7 @@ JS_CODE_CELLS = r"""
 def present(page, port: int, name: str):
     """Open ``name`` in Lab, wait for its kernel, press Esc then Alt+R (README's steps), accept full
     screen; the slideshow's frame once reveal.js is ready and the core cells have run."""
-    page.goto(f"http://127.0.0.1:{port}/lab/tree/notebooks/{name}.ipynb?reset&token={TOKEN}")
-    page.wait_for_function("""() => document.querySelector('.jp-NotebookPanel .jp-Toolbar-kernelName')
-        ?.innerText.includes('pytorch-resource-accounting')
-        && document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status === 'idle'""", timeout=120_000)
+    open_notebook(page, port, name)
     page.locator(".jp-NotebookPanel .jp-MarkdownCell").first.click()
     page.keyboard.press("Escape")
     page.keyboard.press("Alt+r")

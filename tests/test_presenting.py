@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_lab import CHROMIUM, SCREENSHOTS, TOKEN, checkout_copy, running_lab
+from test_lab import CHROMIUM, SCREENSHOTS, checkout_copy, open_notebook, running_lab
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = "03_flops_and_mfu"
@@ -77,14 +77,7 @@ def test_alt_r_presents_at_once_runs_the_core_cells_behind_the_title_and_every_s
     css = {}
     page.on("response", lambda r: css.__setitem__(r.url.split("?")[0], r.status) if r.url.split("?")[0].endswith(".css")
             and "/files/" in r.url else None)
-    page.goto(f"http://127.0.0.1:{lab}/lab/tree/notebooks/{NOTEBOOK}.ipynb?token={TOKEN}")
-    # the notebook open, its kernel started and idle (README: the status bar says Idle). The
-    # execution indicator alone says idle before there is a kernel ("No Kernel"): an Alt+R then
-    # runs nothing, and a slide's cell meets a fresh kernel (NameError).
-    page.wait_for_function("""() => document.querySelector('.jp-NotebookPanel .jp-Toolbar-kernelName')
-        ?.innerText.includes('pytorch-resource-accounting')
-        && document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status === 'idle'""",
-                           timeout=120_000)
+    open_notebook(page, lab, NOTEBOOK, reset=False)  # README: wait for the status bar's Idle
     page.locator(".jp-NotebookPanel .jp-MarkdownCell").first.click()
     page.keyboard.press("Escape")  # README: click a cell, press Esc (command mode), then Alt+R
     page.keyboard.press("Alt+r")

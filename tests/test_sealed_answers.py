@@ -17,7 +17,7 @@ import pagecheck
 import pytest
 from nbconvert import HTMLExporter
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_lab import CHROMIUM, TOKEN, checkout_copy, running_lab
+from test_lab import CHROMIUM, KERNEL_READY, checkout_copy, open_notebook, running_lab
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = (ROOT / "notebooks.txt").read_text(encoding="utf-8").split()
@@ -123,15 +123,11 @@ def page(browser):
     context.close()
 
 
-KERNEL_READY = """() => document.querySelector('.jp-NotebookPanel .jp-Toolbar-kernelName')
-    ?.innerText.includes('pytorch-resource-accounting')
-    && document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status === 'idle'"""
 LAB_CELLS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Notebook-cell"
 
 
 def open_in_lab(page, port: int, name: str) -> None:
-    page.goto(f"http://127.0.0.1:{port}/lab/tree/notebooks/{name}.ipynb?reset&token={TOKEN}")
-    page.wait_for_function(KERNEL_READY, timeout=120_000)
+    open_notebook(page, port, name)
     # Lab adds a long notebook's cells to the page a few at a time, after it has opened
     count = len(nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4).cells)
     page.wait_for_function(f"() => document.querySelectorAll({LAB_CELLS!r}).length === {count}")
